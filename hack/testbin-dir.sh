@@ -1,0 +1,8 @@
+# Sourced by hack scripts and the Makefile: where the sandbox's binaries live.
+# One folder per version set, shared by every clone of the repository (and by
+# CI on the same machine), rebuilt from scratch on a new machine.
+KUBE_VERSION=1.35.4
+ETCD_VERSION=3.6.16
+FERRETDB_VERSION=1.24.2
+: "${TRAWLER_TESTBIN:=${XDG_CACHE_HOME:-$HOME/.cache}/trawler/testbin/k8s-v${KUBE_VERSION}-etcd-v${ETCD_VERSION}-ferretdb-v${FERRETDB_VERSION}}"
+export TRAWLER_TESTBIN

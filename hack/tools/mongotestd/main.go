@@ -1,0 +1,68 @@
+// Command mongotestd serves the MongoDB wire protocol from an embedded FerretDB
+// v1 with its SQLite backend. It stands in for mongod in trawler's sandbox and
+// tests, because no mongod can be installed on our machines.
+//
+// Usage: mongotestd -listen 127.0.0.1:0 -dir ./mongo-data
+//
+// Once listening it prints the connection URI on one stdout line; scripts and
+// the sandbox use that line as the ready signal. SIGTERM or SIGINT stops it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/FerretDB/FerretDB/ferretdb"
+)
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:27017", "TCP address to listen on (port 0 picks a free one)")
+	dir := flag.String("dir", "mongo-data", "directory for the SQLite database files")
+	logLevel := flag.String("log-level", "error", "log level: debug, info, warn or error")
+	flag.Parse()
+
+	if err := run(*listen, *dir, *logLevel); err != nil {
+		fmt.Fprintln(os.Stderr, "mongotestd:", err)
+		os.Exit(1)
+	}
+}
+
+func run(listen, dir, logLevel string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("resolving data dir: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return fmt.Errorf("creating data dir: %w", err)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		return fmt.Errorf("parsing log level: %w", err)
+	}
+	f, err := ferretdb.New(&ferretdb.Config{
+		Listener:  ferretdb.ListenerConfig{TCP: listen},
+		Handler:   "sqlite",
+		SQLiteURL: "file:" + abs + "/",
+		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+	})
+	if err != nil {
+		return fmt.Errorf("configuring ferretdb: %w", err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.Run(ctx)
+	}()
+	fmt.Println(f.MongoDBURI())
+	<-done
+	return nil
+}

@@ -1,0 +1,227 @@
+// Package store is trawler's persistence: the domain types of users,
+// organisations, workflows (crawl configs) and crawls, the error vocabulary,
+// and their MongoDB implementation. It imports nothing else of trawler.
+//
+// Queries stay within what both MongoDB 6+ and FerretDB v1 support (no
+// $lookup, $facet, positional updates or transactions): joins and counts
+// are done in Go.
+package store
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Roles of a user in an organisation. A check for role R passes when the
+// user is a superuser or holds a role >= R.
+type Role int
+
+// Role values, as on the wire.
+const (
+	RoleViewer     Role = 10
+	RoleCrawler    Role = 20
+	RoleOwner      Role = 40
+	RoleSuperAdmin Role = 100
+)
+
+// User is an account.
+type User struct {
+	ID             uuid.UUID `bson:"id"`
+	Email          string    `bson:"email"`
+	Name           string    `bson:"name"`
+	HashedPassword string    `bson:"hashed_password"`
+	IsActive       bool      `bson:"is_active"`
+	IsSuperuser    bool      `bson:"is_superuser"`
+	IsVerified     bool      `bson:"is_verified"`
+}
+
+// Org is an organisation: the unit of membership, quotas and storage.
+type Org struct {
+	ID          uuid.UUID         `bson:"_id"`
+	Name        string            `bson:"name"`
+	Users       map[string]Role   `bson:"users"` // user id -> role
+	Storage     Storage           `bson:"storage"`
+	Usage       map[string]int64  `bson:"usage"` // "YYYY-MM" -> crawl seconds
+	BytesStored int64             `bson:"bytesStored"`
+	Default     bool              `bson:"default"`
+	Quotas      OrgQuotas         `bson:"quotas"`
+	WebhookURLs map[string]string `bson:"webhookUrls,omitempty"`
+	Origin      string            `bson:"origin,omitempty"`
+}
+
+// Storage names where an org's files go.
+type Storage struct {
+	Type string `bson:"type"` // "default" or "s3"
+	Name string `bson:"name"`
+	Path string `bson:"path"` // e.g. "<oid>/"
+}
+
+// OrgQuotas are an org's limits; 0 means unlimited.
+type OrgQuotas struct {
+	MaxConcurrentCrawls int   `bson:"maxConcurrentCrawls"`
+	MaxPagesPerCrawl    int   `bson:"maxPagesPerCrawl"`
+	StorageQuota        int64 `bson:"storageQuota"`
+	MaxCrawlMinutes     int64 `bson:"maxExecMinutesPerMonth,omitempty"`
+}
+
+// RoleOf returns the role of user u in the org (0 if not a member).
+func (o *Org) RoleOf(u *User) Role {
+	if u.IsSuperuser {
+		return RoleSuperAdmin
+	}
+	return o.Users[u.ID.String()]
+}
+
+// Seed is one start URL of a crawl config.
+type Seed struct {
+	URL       string   `bson:"url"`
+	ScopeType *string  `bson:"scopeType,omitempty"`
+	Include   Patterns `bson:"include,omitempty"`
+	Exclude   Patterns `bson:"exclude,omitempty"`
+	Sitemap   any      `bson:"sitemap,omitempty"` // bool or URL string
+	AllowHash *bool    `bson:"allowHash,omitempty"`
+	Depth     *int     `bson:"depth,omitempty"`
+	ExtraHops *int     `bson:"extraHops,omitempty"`
+}
+
+// Patterns is a list of regular expressions that was given either as one
+// string or as a list; Single remembers which, so it is echoed back as given.
+type Patterns struct {
+	Values []string `bson:"values"`
+	Single bool     `bson:"single,omitempty"`
+	Set    bool     `bson:"set,omitempty"`
+}
+
+// RawCrawlConfig is the crawler configuration of a workflow, passed to the
+// crawler as crawl-config.json (unset fields left out).
+type RawCrawlConfig struct {
+	Seeds           []Seed   `bson:"seeds"`
+	ScopeType       string   `bson:"scopeType"`
+	Include         Patterns `bson:"include"`
+	Exclude         Patterns `bson:"exclude"`
+	Depth           int      `bson:"depth"`
+	Limit           int      `bson:"limit"`
+	ExtraHops       int      `bson:"extraHops"`
+	Lang            *string  `bson:"lang"`
+	BlockAds        bool     `bson:"blockAds"`
+	BehaviorTimeout *int     `bson:"behaviorTimeout"`
+	PageLoadTimeout *int     `bson:"pageLoadTimeout"`
+	PageExtraDelay  int      `bson:"pageExtraDelay"`
+	Workers         *int     `bson:"workers"`
+	Headless        *bool    `bson:"headless"`
+	GenerateWACZ    *bool    `bson:"generateWACZ"`
+	CombineWARC     *bool    `bson:"combineWARC"`
+	UseSitemap      bool     `bson:"useSitemap"`
+	Logging         *string  `bson:"logging"`
+	Behaviors       *string  `bson:"behaviors"`
+}
+
+// CrawlConfig is a workflow: a crawler configuration plus its schedule,
+// limits and statistics.
+type CrawlConfig struct {
+	ID                    uuid.UUID      `bson:"_id"`
+	OID                   uuid.UUID      `bson:"oid"`
+	Name                  *string        `bson:"name"`
+	Description           *string        `bson:"description"`
+	Schedule              string         `bson:"schedule"`
+	JobType               string         `bson:"jobType"`
+	Config                RawCrawlConfig `bson:"config"`
+	Tags                  []string       `bson:"tags"`
+	CrawlTimeout          int64          `bson:"crawlTimeout"`
+	MaxCrawlSize          int64          `bson:"maxCrawlSize"`
+	Scale                 int            `bson:"scale"`
+	ProfileID             *uuid.UUID     `bson:"profileid"`
+	CrawlFilenameTemplate string         `bson:"crawlFilenameTemplate,omitempty"`
+	AutoAddCollections    []uuid.UUID    `bson:"autoAddCollections"`
+	Created               time.Time      `bson:"created"`
+	CreatedBy             uuid.UUID      `bson:"createdBy"`
+	Modified              time.Time      `bson:"modified"`
+	ModifiedBy            uuid.UUID      `bson:"modifiedBy"`
+	Inactive              bool           `bson:"inactive"`
+	Rev                   int            `bson:"rev"`
+
+	WorkflowStats `bson:",inline"`
+}
+
+// WorkflowStats are a workflow's crawl statistics, kept as crawls change.
+type WorkflowStats struct {
+	CrawlAttemptCount    int        `bson:"crawlAttemptCount"`
+	CrawlCount           int        `bson:"crawlCount"`
+	CrawlSuccessfulCount int        `bson:"crawlSuccessfulCount"`
+	TotalSize            int64      `bson:"totalSize"`
+	LastCrawlID          *string    `bson:"lastCrawlId"`
+	LastCrawlStartTime   *time.Time `bson:"lastCrawlStartTime"`
+	LastStartedBy        *uuid.UUID `bson:"lastStartedBy"`
+	LastCrawlTime        *time.Time `bson:"lastCrawlTime"`
+	LastCrawlState       *string    `bson:"lastCrawlState"`
+	LastCrawlSize        *int64     `bson:"lastCrawlSize"`
+	LastRun              *time.Time `bson:"lastRun"`
+	IsCrawlRunning       bool       `bson:"isCrawlRunning"`
+	LastCrawlStopping    bool       `bson:"lastCrawlStopping"`
+}
+
+// ConfigRevision is a copy of a workflow's settings before a change.
+type ConfigRevision struct {
+	ID           uuid.UUID      `bson:"_id"`
+	CID          uuid.UUID      `bson:"cid"`
+	Schedule     string         `bson:"schedule"`
+	Config       RawCrawlConfig `bson:"config"`
+	ProfileID    *uuid.UUID     `bson:"profileid"`
+	CrawlTimeout int64          `bson:"crawlTimeout"`
+	MaxCrawlSize int64          `bson:"maxCrawlSize"`
+	Scale        int            `bson:"scale"`
+	Modified     time.Time      `bson:"modified"`
+	ModifiedBy   uuid.UUID      `bson:"modifiedBy"`
+	Rev          int            `bson:"rev"`
+}
+
+// CrawlStats are a crawl's page and size counters.
+type CrawlStats struct {
+	Found int64 `bson:"found"`
+	Done  int64 `bson:"done"`
+	Size  int64 `bson:"size"`
+}
+
+// CrawlFile is one WACZ file a crawl produced.
+type CrawlFile struct {
+	Filename       string     `bson:"filename"`
+	Hash           string     `bson:"hash"`
+	Size           int64      `bson:"size"`
+	DefStorageName *string    `bson:"def_storage_name"`
+	PresignedURL   *string    `bson:"presignedUrl"`
+	ExpireAt       *time.Time `bson:"expireAt"`
+}
+
+// Crawl is one run of a workflow. Its document is the source of truth for
+// the user-visible state; the operator writes state, stats, files and
+// errors to it.
+type Crawl struct {
+	ID            string         `bson:"_id"`
+	Type          string         `bson:"type"` // "crawl" (uploads share the collection)
+	UserID        uuid.UUID      `bson:"userid"`
+	OID           uuid.UUID      `bson:"oid"`
+	CID           uuid.UUID      `bson:"cid"`
+	CIDRev        int            `bson:"cid_rev"`
+	Name          *string        `bson:"name"`
+	Description   *string        `bson:"description"`
+	Started       time.Time      `bson:"started"`
+	Finished      *time.Time     `bson:"finished"`
+	State         string         `bson:"state"`
+	Stats         *CrawlStats    `bson:"stats"`
+	Files         []CrawlFile    `bson:"files"`
+	Errors        []string       `bson:"errors"`
+	CollectionIDs []uuid.UUID    `bson:"collectionIds"`
+	FileSize      int64          `bson:"fileSize"`
+	FileCount     int            `bson:"fileCount"`
+	Tags          []string       `bson:"tags"`
+	Schedule      string         `bson:"schedule"`
+	JobType       string         `bson:"jobType"`
+	Config        RawCrawlConfig `bson:"config"`
+	CrawlTimeout  int64          `bson:"crawlTimeout"`
+	MaxCrawlSize  int64          `bson:"maxCrawlSize"`
+	Scale         int            `bson:"scale"`
+	ProfileID     *uuid.UUID     `bson:"profileid"`
+	Manual        bool           `bson:"manual"`
+	Stopping      bool           `bson:"stopping"`
+}
