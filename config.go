@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// setting is one configuration key: its default and what it means. The
+// list below is the single source of the defaults, the command-line flags
+// and docs/configuration.md (a test keeps the document in step).
+type setting struct {
+	key  string
+	def  any
+	help string
+}
+
+var settings = []setting{
+	{"log.level", "info", "log level: debug, info, warn or error"},
+	{"log.format", "text", "log format: text or json"},
+
+	{"api.enabled", true, "serve the REST API (all replicas)"},
+	{"api.listen", ":8000", "address of the REST API, /healthz and /readyz"},
+	{"api.jwt_secret", "", "HS256 key for login tokens; empty = random per process (tokens die with it)"},
+	{"api.jwt_lifetime_minutes", 1440, "lifetime of login tokens"},
+	{"api.registration_enabled", false, "allow self-registration"},
+	{"api.default_behavior_time_seconds", 300, "reported by /api/settings"},
+	{"api.default_page_load_time_seconds", 120, "reported by /api/settings"},
+	{"api.default_crawl_filename_template", "@ts-@hostsuffix.wacz", "WACZ name template of workflows that set none"},
+
+	{"operator.enabled", true, "run the operator and the crawl scheduler (leader only)"},
+	{"operator.workers", 8, "CrawlJobs reconciled in parallel"},
+	{"operator.kube_qps", 200.0, "Kubernetes client queries per second"},
+	{"operator.kube_burst", 400, "Kubernetes client burst"},
+	{"operator.resync", 30 * time.Second, "safety-net resync of every CrawlJob"},
+	{"operator.redis_poll_interval", 250 * time.Millisecond, "how often a running crawl's Redis is read"},
+	{"operator.redis_timeout", 2 * time.Second, "timeout of each call to a crawl's Redis"},
+	{"operator.log_failed_crawl_lines", 0, "log this many last lines of each pod of a failed crawl (0 = off)"},
+
+	{"leader_election.enabled", true, "hold a Lease so only one replica runs the operator"},
+	{"leader_election.namespace", "default", "namespace of the Lease"},
+	{"leader_election.name", "trawler-operator", "name of the Lease"},
+	{"leader_election.lease_duration", 15 * time.Second, "how long a Lease is valid without renewal"},
+	{"leader_election.renew_deadline", 10 * time.Second, "how long the leader tries to renew before giving up"},
+	{"leader_election.retry_period", 2 * time.Second, "how often candidates try to acquire the Lease"},
+
+	{"mongo.uri", "mongodb://localhost:27017", "MongoDB connection string (add ?maxPoolSize=1 for FerretDB)"},
+	{"mongo.database", "browsertrixcloud", "database name"},
+
+	{"kubernetes.kubeconfig", "", "kubeconfig path; empty = in-cluster config"},
+	{"kubernetes.install_crds", false, "create or update the CRDs at startup (the Helm chart installs them otherwise)"},
+
+	{"superuser.email", "admin@example.com", "superuser created or updated at startup"},
+	{"superuser.password", "PASSW0RD!", "the superuser's password (reset at every start)"},
+	{"default_org", "My Organization", "name of the default organisation created at startup"},
+
+	{"crawler_namespace", "crawlers", "namespace of CrawlJobs, crawler and Redis pods"},
+	{"cluster_domain", "cluster.local", "cluster DNS domain used in per-crawl Redis URLs"},
+	{"max_crawl_scale", 3, "largest crawler scale; also the number of crawl-instance-<i> PriorityClasses"},
+	{"max_pages_per_crawl", 0, "page limit of every crawl (0 = none); reported by /api/settings"},
+
+	{"crawler.image", "webrecorder/browsertrix-crawler:latest", "crawler image"},
+	{"crawler.image_pull_policy", "Always", "crawler image pull policy"},
+	{"crawler.cpu_base", "900m", "CPU of a crawler with one browser"},
+	{"crawler.memory_base", "1024Mi", "memory of a crawler with one browser"},
+	{"crawler.extra_cpu_per_browser", "300m", "CPU added per extra browser"},
+	{"crawler.extra_memory_per_browser", "256Mi", "memory added per extra browser"},
+	{"crawler.browser_instances", 2, "browsers (workers) per crawler pod"},
+	{"crawler.cpu", "", "explicit crawler CPU; overrides the formula"},
+	{"crawler.memory", "", "explicit crawler memory; overrides the formula"},
+	{"crawler.storage", "22Gi", "PVC size of each crawler instance"},
+	{"crawler.termination_grace_seconds", 600, "grace period of crawler pods"},
+	{"crawler.liveness_port", 6065, "crawler health-check port (0 = no liveness probe)"},
+	{"crawler.node_type", "", "preferred nodeType label value for crawler pods"},
+	{"crawler.volume_storage_class", "", "storage class of crawler and Redis PVCs"},
+
+	{"redis.image", "redis", "per-crawl Redis image"},
+	{"redis.image_pull_policy", "IfNotPresent", "per-crawl Redis image pull policy"},
+	{"redis.cpu", "5m", "per-crawl Redis CPU request"},
+	{"redis.memory", "48Mi", "per-crawl Redis memory"},
+	{"redis.storage", "3Gi", "per-crawl Redis PVC size"},
+	{"redis.node_type", "", "preferred nodeType label value for Redis pods"},
+}
+
+// bindConfigFlags registers --config and one flag per setting, and returns
+// where --config will be stored.
+func bindConfigFlags(fs *pflag.FlagSet) *string {
+	file := fs.String("config", "", "YAML configuration file")
+	for _, s := range settings {
+		switch d := s.def.(type) {
+		case string:
+			fs.String(s.key, d, s.help)
+		case bool:
+			fs.Bool(s.key, d, s.help)
+		case int:
+			fs.Int(s.key, d, s.help)
+		case float64:
+			fs.Float64(s.key, d, s.help)
+		case time.Duration:
+			fs.Duration(s.key, d, s.help)
+		default:
+			panic(fmt.Sprintf("setting %s: unsupported default type %T", s.key, s.def))
+		}
+	}
+	// Shorthands for the two roles, as in `trawler serve --operator=false`.
+	fs.Bool("api", true, "alias of --api.enabled")
+	fs.Bool("operator", true, "alias of --operator.enabled")
+	return file
+}
+
+// loadConfig merges, from lowest to highest precedence: defaults, the YAML
+// file, TRAWLER_* environment variables (dots become underscores, e.g.
+// TRAWLER_MONGO_URI) and flags set on the command line.
+func loadConfig(file string, fs *pflag.FlagSet) (*viper.Viper, error) {
+	v := viper.New()
+	for _, s := range settings {
+		v.SetDefault(s.key, s.def)
+	}
+	v.SetEnvPrefix("TRAWLER")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	if file != "" {
+		v.SetConfigFile(file)
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fmt.Errorf("reading config %s: %w", file, err)
+		}
+		if err := checkKnownKeys(v.AllKeys()); err != nil {
+			return nil, fmt.Errorf("config %s: %w", file, err)
+		}
+	}
+	var err error
+	fs.Visit(func(f *pflag.Flag) {
+		key := f.Name
+		switch key {
+		case "config":
+			return
+		case "api", "operator":
+			key += ".enabled"
+		}
+		if e := v.BindPFlag(key, f); e != nil && err == nil {
+			err = e
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("binding flags: %w", err)
+	}
+	return v, nil
+}
+
+// checkKnownKeys rejects keys that are not settings, so a typo in a config
+// file is an error instead of a silently ignored value.
+func checkKnownKeys(keys []string) error {
+	known := make(map[string]bool, len(settings))
+	for _, s := range settings {
+		known[s.key] = true
+	}
+	var unknown []string
+	for _, k := range keys {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("unknown keys: %s", strings.Join(unknown, ", "))
+	}
+	return nil
+}
