@@ -87,6 +87,8 @@ type Seed struct {
 
 // Patterns is a list of regular expressions that was given either as one
 // string or as a list; Single remembers which, so it is echoed back as given.
+// Set is false for null. In MongoDB it is stored as upstream stores it:
+// null, a string, or an array of strings (see patterns.go).
 type Patterns struct {
 	Values []string `bson:"values"`
 	Single bool     `bson:"single,omitempty"`
@@ -140,6 +142,9 @@ type CrawlConfig struct {
 	ModifiedBy            uuid.UUID      `bson:"modifiedBy"`
 	Inactive              bool           `bson:"inactive"`
 	Rev                   int            `bson:"rev"`
+	// FirstSeed is config.seeds[0].url, denormalised by the store so that
+	// lists can filter and sort on it without aggregation.
+	FirstSeed string `bson:"firstSeed"`
 
 	WorkflowStats `bson:",inline"`
 }
@@ -224,4 +229,59 @@ type Crawl struct {
 	ProfileID     *uuid.UUID     `bson:"profileid"`
 	Manual        bool           `bson:"manual"`
 	Stopping      bool           `bson:"stopping"`
+	// FirstSeed is config.seeds[0].url, set by the store on insert.
+	FirstSeed string `bson:"firstSeed"`
+	// Pods holds the operator's view of each pod of the crawl, by pod name.
+	Pods map[string]PodInfo `bson:"podInfo,omitempty"`
+	// PostCrawlDone is set once the post-crawl tasks (RunPostCrawlTasks)
+	// have all completed; the operator reruns them until it is.
+	PostCrawlDone bool `bson:"postCrawlDone,omitempty"`
+}
+
+// PodInfo is what the operator records about one pod of a crawl: its
+// phase, why it last exited, and its resource use against its allocation.
+type PodInfo struct {
+	Phase    string `bson:"phase"`
+	Restarts int32  `bson:"restarts"`
+	// ExitCode and Reason (e.g. "OOMKilled", "Error", "Completed") are the
+	// last termination of the main container, if any.
+	ExitCode      *int32    `bson:"exitCode"`
+	Reason        string    `bson:"reason,omitempty"`
+	CPUUsedMilli  int64     `bson:"cpuUsedMilli"`
+	CPUAllocMilli int64     `bson:"cpuAllocMilli"`
+	MemoryUsed    int64     `bson:"memoryUsed"` // bytes
+	MemoryAlloc   int64     `bson:"memoryAlloc"`
+	StorageUsed   int64     `bson:"storageUsed"`
+	StorageAlloc  int64     `bson:"storageAlloc"`
+	LastUpdated   time.Time `bson:"lastUpdated"`
+}
+
+// Crawl types: uploads share the crawls collection upstream.
+const (
+	TypeCrawl  = "crawl"
+	TypeUpload = "upload"
+)
+
+// Collection is a named set of crawls with counts recomputed from its
+// successful member crawls.
+type Collection struct {
+	ID          uuid.UUID `bson:"_id"`
+	OID         uuid.UUID `bson:"oid"`
+	Name        string    `bson:"name"`
+	Description *string   `bson:"description"`
+	Modified    time.Time `bson:"modified"`
+	IsPublic    bool      `bson:"isPublic"`
+	CrawlCount  int       `bson:"crawlCount"`
+	PageCount   int64     `bson:"pageCount"`
+	TotalSize   int64     `bson:"totalSize"`
+	Tags        []string  `bson:"tags"`
+}
+
+// SearchValues are the distinct non-empty values offered for search.
+type SearchValues struct {
+	Names        []string
+	Descriptions []string
+	FirstSeeds   []string
+	// WorkflowIDs is filled for workflows only.
+	WorkflowIDs []uuid.UUID
 }

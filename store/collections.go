@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+var errCollectionNotFound = NotFound("collection_not_found")
+
+// CreateCollection inserts coll with zero counts.
+//
+// Errors: Conflict("collection_name_taken") if the org already has a
+// collection of that name (or the id is taken).
+func (m *Mongo) CreateCollection(ctx context.Context, coll *Collection) error {
+	if coll.Tags == nil {
+		coll.Tags = []string{}
+	}
+	if _, err := m.coll(collCollections).InsertOne(ctx, coll); err != nil {
+		if isDuplicate(err) {
+			return Conflict("collection_name_taken")
+		}
+		return fmt.Errorf("inserting collection: %w", err)
+	}
+	return nil
+}
+
+// GetCollection returns collection id of org oid.
+//
+// Errors: NotFound("collection_not_found").
+func (m *Mongo) GetCollection(ctx context.Context, oid, id uuid.UUID) (*Collection, error) {
+	var c Collection
+	if err := m.coll(collCollections).FindOne(ctx, bson.M{"_id": id, "oid": oid}).Decode(&c); err != nil {
+		return nil, notFoundOr(err, errCollectionNotFound, "finding collection")
+	}
+	return &c, nil
+}
+
+// RecomputeCollection recounts collection id from its successful member
+// crawls: crawlCount, pageCount (sum of stats.done), totalSize and the
+// distinct tags.
+//
+// Errors: NotFound("collection_not_found").
+func (m *Mongo) RecomputeCollection(ctx context.Context, id uuid.UUID) error {
+	return recompute(ctx, m.coll(collCollections), id, errCollectionNotFound, func(ctx context.Context) (bson.M, error) {
+		match := bson.M{"collectionIds": id, "state": bson.M{"$in": SuccessfulStates}}
+		crawls := m.coll(collCrawls)
+		sizes, err := sumBy(ctx, crawls, match, nil, "fileSize")
+		if err != nil {
+			return nil, err
+		}
+		pages, err := sumBy(ctx, crawls, match, nil, "stats.done")
+		if err != nil {
+			return nil, err
+		}
+		tags, err := distinctStrings(ctx, crawls, match, "tags")
+		if err != nil {
+			return nil, err
+		}
+		set := bson.M{"crawlCount": 0, "pageCount": int64(0), "totalSize": int64(0), "tags": tags}
+		if len(sizes) > 0 {
+			set["crawlCount"] = sizes[0].N
+			set["totalSize"] = sizes[0].Size
+		}
+		if len(pages) > 0 {
+			set["pageCount"] = pages[0].Size
+		}
+		return set, nil
+	})
+}

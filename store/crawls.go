@@ -1,0 +1,352 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// CrawlFilter selects crawls for ListCrawls. Nil fields do not filter;
+// string filters are exact matches.
+type CrawlFilter struct {
+	// AllOrgs lists crawls of every org (superuser routes); the oid
+	// argument of ListCrawls is then ignored.
+	AllOrgs bool
+	// Types restricts the crawl type. Nil means crawls only (type "crawl"
+	// or no type), as the /crawls routes want; all-crawls passes
+	// []string{TypeCrawl, TypeUpload} or one of them.
+	Types       []string
+	UserID      *uuid.UUID
+	CID         *uuid.UUID
+	States      []string // empty: any state
+	FirstSeed   *string
+	Name        *string
+	Description *string
+	// CollectionID keeps crawls that belong to this collection.
+	CollectionID *uuid.UUID
+	// SortBy is one of started, finished, fileSize, firstSeed; "" keeps
+	// natural order (all-crawls passes "finished", its default).
+	SortBy string
+	// SortDirection is 1 or -1 (0 means -1).
+	SortDirection int
+	Paging
+}
+
+// CrawlUpdate lists the user-editable fields of a crawl to change.
+type CrawlUpdate struct {
+	Name          Maybe[*string]
+	Description   Maybe[*string]
+	Tags          Maybe[[]string]
+	CollectionIDs Maybe[[]uuid.UUID]
+}
+
+// DeleteResult reports what DeleteCrawls removed.
+type DeleteResult struct {
+	Deleted int
+	// Size is the total fileSize of the deleted crawls; SizeByWorkflow
+	// splits it per workflow.
+	Size           int64
+	SizeByWorkflow map[uuid.UUID]int64
+}
+
+var errCrawlNotFound = NotFound("crawl_not_found")
+
+// crawlSorts are the sort keys of the crawl lists.
+var crawlSorts = map[string]bool{"started": true, "finished": true, "fileSize": true, "firstSeed": true}
+
+// AddCrawl inserts a new crawl (normally in state starting) and records
+// its start on its workflow: crawlAttemptCount + 1 and the last-crawl
+// fields pointing at it. It fills c.FirstSeed, c.Type ("crawl" if empty)
+// and turns nil lists into empty ones.
+//
+// Errors: Conflict("crawl_exists") if the id is taken (the workflow is then
+// left alone).
+func (m *Mongo) AddCrawl(ctx context.Context, c *Crawl) error {
+	c.FirstSeed = firstSeed(&c.Config)
+	if c.Type == "" {
+		c.Type = TypeCrawl
+	}
+	if c.Files == nil {
+		c.Files = []CrawlFile{}
+	}
+	if c.Errors == nil {
+		c.Errors = []string{}
+	}
+	if c.CollectionIDs == nil {
+		c.CollectionIDs = []uuid.UUID{}
+	}
+	if c.Tags == nil {
+		c.Tags = []string{}
+	}
+	if _, err := m.coll(collCrawls).InsertOne(ctx, c); err != nil {
+		if isDuplicate(err) {
+			return Conflict("crawl_exists")
+		}
+		return fmt.Errorf("inserting crawl: %w", err)
+	}
+	update := bson.M{
+		"$inc": bson.M{"crawlAttemptCount": 1},
+		"$set": bson.M{
+			"lastCrawlId":        c.ID,
+			"lastCrawlStartTime": c.Started,
+			"lastStartedBy":      c.UserID,
+			"lastCrawlTime":      nil,
+			"lastCrawlState":     c.State,
+			"lastCrawlSize":      int64(0),
+			"lastRun":            c.Started,
+			"isCrawlRunning":     true,
+			"lastCrawlStopping":  false,
+		},
+	}
+	if _, err := m.coll(collConfigs).UpdateOne(ctx, bson.M{"_id": c.CID, "oid": c.OID}, update); err != nil {
+		return fmt.Errorf("recording crawl start on workflow: %w", err)
+	}
+	return nil
+}
+
+// GetCrawl returns crawl id of org oid, of any type, with files.
+//
+// Errors: NotFound("crawl_not_found"), also for another org's id.
+func (m *Mongo) GetCrawl(ctx context.Context, oid uuid.UUID, id string) (*Crawl, error) {
+	return m.findCrawl(ctx, bson.M{"_id": id, "oid": oid})
+}
+
+// GetCrawlByID returns crawl id in whatever org it is (operator and
+// superuser routes).
+//
+// Errors: NotFound("crawl_not_found").
+func (m *Mongo) GetCrawlByID(ctx context.Context, id string) (*Crawl, error) {
+	return m.findCrawl(ctx, bson.M{"_id": id})
+}
+
+func (m *Mongo) findCrawl(ctx context.Context, filter bson.M) (*Crawl, error) {
+	var c Crawl
+	if err := m.coll(collCrawls).FindOne(ctx, filter).Decode(&c); err != nil {
+		return nil, notFoundOr(err, errCrawlNotFound, "finding crawl")
+	}
+	return &c, nil
+}
+
+// typeFilter matches crawl types; nil means type "crawl" or none.
+func typeFilter(types []string) bson.M {
+	if types == nil {
+		types = []string{TypeCrawl}
+	}
+	in := bson.A{}
+	for _, t := range types {
+		in = append(in, t)
+		if t == TypeCrawl {
+			in = append(in, nil) // crawls written before types existed
+		}
+	}
+	return bson.M{"$in": in}
+}
+
+// ListCrawls returns one page of crawls matching f, without their files
+// and errors, and the total number matching.
+//
+// Errors: Invalid("invalid_sort_by"), Invalid("invalid_sort_direction").
+func (m *Mongo) ListCrawls(ctx context.Context, oid uuid.UUID, f CrawlFilter) ([]Crawl, int64, error) {
+	filter := bson.M{"type": typeFilter(f.Types)}
+	if !f.AllOrgs {
+		filter["oid"] = oid
+	}
+	if f.UserID != nil {
+		filter["userid"] = *f.UserID
+	}
+	if f.CID != nil {
+		filter["cid"] = *f.CID
+	}
+	if len(f.States) > 0 {
+		filter["state"] = bson.M{"$in": f.States}
+	}
+	if f.FirstSeed != nil {
+		filter["firstSeed"] = *f.FirstSeed
+	}
+	if f.Name != nil {
+		filter["name"] = *f.Name
+	}
+	if f.Description != nil {
+		filter["description"] = *f.Description
+	}
+	if f.CollectionID != nil {
+		filter["collectionIds"] = *f.CollectionID
+	}
+	dir, err := sortDirection(f.SortDirection)
+	if err != nil {
+		return nil, 0, err
+	}
+	opts := options.Find().SetProjection(bson.M{"files": 0, "errors": 0})
+	if f.SortBy != "" {
+		if !crawlSorts[f.SortBy] {
+			return nil, 0, Invalid("invalid_sort_by")
+		}
+		opts.SetSort(bson.D{{Key: f.SortBy, Value: dir}, {Key: "_id", Value: dir}})
+	}
+	f.apply(opts)
+	return findPage[Crawl](ctx, m.coll(collCrawls), filter, opts, "crawls")
+}
+
+// ActiveCrawls returns the crawls of workflow cid that have not ended
+// (starting, waiting or running states), oldest first.
+//
+// Errors: none of the store kinds.
+func (m *Mongo) ActiveCrawls(ctx context.Context, oid, cid uuid.UUID) ([]Crawl, error) {
+	filter := bson.M{"oid": oid, "cid": cid, "state": bson.M{"$in": RunningAndStartingStates}}
+	opts := options.Find().SetProjection(bson.M{"files": 0, "errors": 0}).
+		SetSort(bson.D{{Key: "started", Value: 1}})
+	return findAll[Crawl](ctx, m.coll(collCrawls), filter, opts, "active crawls")
+}
+
+// CountActiveCrawls counts the org's crawls that have not ended.
+//
+// Errors: none of the store kinds.
+func (m *Mongo) CountActiveCrawls(ctx context.Context, oid uuid.UUID) (int64, error) {
+	filter := bson.M{"oid": oid, "state": bson.M{"$in": RunningAndStartingStates}}
+	n, err := m.coll(collCrawls).CountDocuments(ctx, filter)
+	if err != nil {
+		return 0, fmt.Errorf("counting active crawls: %w", err)
+	}
+	return n, nil
+}
+
+// UpdateCrawl changes the user-editable fields set in upd.
+//
+// Errors: Invalid("no_update_data") if upd sets nothing;
+// NotFound("crawl_not_found").
+func (m *Mongo) UpdateCrawl(ctx context.Context, oid uuid.UUID, id string, upd CrawlUpdate) error {
+	set := bson.M{}
+	setIf(set, "name", upd.Name)
+	setIf(set, "description", upd.Description)
+	setIf(set, "tags", upd.Tags)
+	setIf(set, "collectionIds", upd.CollectionIDs)
+	if len(set) == 0 {
+		return Invalid("no_update_data")
+	}
+	return m.setCrawl(ctx, oid, id, set)
+}
+
+// SetCrawlStopping records that the user asked the crawl to stop.
+//
+// Errors: NotFound("crawl_not_found").
+func (m *Mongo) SetCrawlStopping(ctx context.Context, oid uuid.UUID, id string, stopping bool) error {
+	return m.setCrawl(ctx, oid, id, bson.M{"stopping": stopping})
+}
+
+// SetCrawlScale records the crawl's new scale.
+//
+// Errors: NotFound("crawl_not_found").
+func (m *Mongo) SetCrawlScale(ctx context.Context, oid uuid.UUID, id string, scale int) error {
+	return m.setCrawl(ctx, oid, id, bson.M{"scale": scale})
+}
+
+// SetCrawlConfig replaces the crawl's copy of the crawler configuration
+// (after an exclusion change).
+//
+// Errors: NotFound("crawl_not_found").
+func (m *Mongo) SetCrawlConfig(ctx context.Context, oid uuid.UUID, id string, cfg RawCrawlConfig) error {
+	return m.setCrawl(ctx, oid, id, bson.M{"config": cfg, "firstSeed": firstSeed(&cfg)})
+}
+
+func (m *Mongo) setCrawl(ctx context.Context, oid uuid.UUID, id string, set bson.M) error {
+	res, err := m.coll(collCrawls).UpdateOne(ctx, bson.M{"_id": id, "oid": oid}, bson.M{"$set": set})
+	if err != nil {
+		return fmt.Errorf("updating crawl: %w", err)
+	}
+	if res.MatchedCount == 0 {
+		return errCrawlNotFound
+	}
+	return nil
+}
+
+// DeleteCrawls deletes those of ids that are crawls of org oid (any type),
+// their error lines, and then recomputes the stats of their workflows,
+// collections and the org's bytesStored. Ids not found are skipped.
+// Storage objects and running CrawlJobs are the caller's business.
+//
+// A crash after the delete and before the recomputation leaves stale
+// stats until the workflow's next crawl ends or next delete.
+//
+// Errors: NotFound("crawl_not_found") if none of ids was found.
+func (m *Mongo) DeleteCrawls(ctx context.Context, oid uuid.UUID, ids []string) (*DeleteResult, error) {
+	type row struct {
+		ID            string      `bson:"_id"`
+		CID           uuid.UUID   `bson:"cid"`
+		FileSize      int64       `bson:"fileSize"`
+		CollectionIDs []uuid.UUID `bson:"collectionIds"`
+	}
+	filter := bson.M{"_id": bson.M{"$in": ids}, "oid": oid}
+	opts := options.Find().SetProjection(bson.M{"cid": 1, "fileSize": 1, "collectionIds": 1})
+	rows, err := findAll[row](ctx, m.coll(collCrawls), filter, opts, "crawls to delete")
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, errCrawlNotFound
+	}
+	found := make([]string, 0, len(rows))
+	res := &DeleteResult{SizeByWorkflow: map[uuid.UUID]int64{}}
+	colls := map[uuid.UUID]bool{}
+	for _, r := range rows {
+		found = append(found, r.ID)
+		res.Size += r.FileSize
+		if r.CID != uuid.Nil {
+			res.SizeByWorkflow[r.CID] += r.FileSize
+		}
+		for _, c := range r.CollectionIDs {
+			colls[c] = true
+		}
+	}
+	del, err := m.coll(collCrawls).DeleteMany(ctx, bson.M{"_id": bson.M{"$in": found}, "oid": oid})
+	if err != nil {
+		return nil, fmt.Errorf("deleting crawls: %w", err)
+	}
+	res.Deleted = int(del.DeletedCount)
+	if _, err := m.coll(collCrawlErrors).DeleteMany(ctx, bson.M{"crawlId": bson.M{"$in": found}}); err != nil {
+		return nil, fmt.Errorf("deleting crawl errors: %w", err)
+	}
+	for cid := range res.SizeByWorkflow {
+		if err := m.RecomputeWorkflowStats(ctx, cid); err != nil {
+			return nil, err
+		}
+	}
+	for id := range colls {
+		if err := m.RecomputeCollection(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+	}
+	if err := m.RecomputeOrgBytesStored(ctx, oid); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// CrawlSearchValues returns the distinct non-empty names, descriptions and
+// first seeds of the org's crawls of the given types (nil as in
+// CrawlFilter.Types).
+//
+// Errors: none of the store kinds.
+func (m *Mongo) CrawlSearchValues(ctx context.Context, oid uuid.UUID, types []string) (*SearchValues, error) {
+	type row struct {
+		Name        *string `bson:"name"`
+		Description *string `bson:"description"`
+		FirstSeed   string  `bson:"firstSeed"`
+	}
+	opts := options.Find().SetProjection(bson.M{"name": 1, "description": 1, "firstSeed": 1})
+	filter := bson.M{"oid": oid, "type": typeFilter(types)}
+	rows, err := findAll[row](ctx, m.coll(collCrawls), filter, opts, "crawls")
+	if err != nil {
+		return nil, err
+	}
+	var names, descs, seeds distinctSet
+	for _, r := range rows {
+		names.addPtr(r.Name)
+		descs.addPtr(r.Description)
+		seeds.add(r.FirstSeed)
+	}
+	return &SearchValues{Names: names.sorted(), Descriptions: descs.sorted(), FirstSeeds: seeds.sorted()}, nil
+}

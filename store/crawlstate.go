@@ -1,0 +1,138 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// The operator's writes to a crawl document. Each is idempotent: the
+// operator may repeat any of them after a crash or a lost reply.
+
+// CrawlStateExtra are fields written together with a state change.
+type CrawlStateExtra struct {
+	// Finished is set when the new state is terminal.
+	Finished *time.Time
+	// Stats, when not nil, replaces the crawl's stats.
+	Stats *CrawlStats
+}
+
+// SetCrawlState is the compare-and-set of every state transition
+// (upstream §2.3): it sets the crawl's state to newState (plus extra) only
+// if its current state is in allowedFrom (any state if allowedFrom is
+// empty). It returns whether it changed the document and the crawl as it
+// is afterwards, so that on a lost race the caller adopts the stored state
+// and finished time. Setting the state a crawl already has (allowed) counts
+// as updated, which makes retries harmless.
+//
+// Errors: NotFound("crawl_not_found").
+func (m *Mongo) SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra CrawlStateExtra) (bool, *Crawl, error) {
+	filter := bson.M{"_id": crawlID}
+	if len(allowedFrom) > 0 {
+		filter["state"] = bson.M{"$in": allowedFrom}
+	}
+	set := bson.M{"state": newState}
+	if extra.Finished != nil {
+		set["finished"] = *extra.Finished
+	}
+	if extra.Stats != nil {
+		set["stats"] = *extra.Stats
+	}
+	var c Crawl
+	err := m.coll(collCrawls).FindOneAndUpdate(ctx, filter, bson.M{"$set": set},
+		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&c)
+	if err == nil {
+		return true, &c, nil
+	}
+	if !errors.Is(err, mongo.ErrNoDocuments) {
+		return false, nil, fmt.Errorf("setting crawl state: %w", err)
+	}
+	// No match: the crawl is missing or in a state not allowed.
+	cur, err := m.GetCrawlByID(ctx, crawlID)
+	if err != nil {
+		return false, nil, err
+	}
+	return false, cur, nil
+}
+
+// UpdateCrawlStats stores the crawl's page and size counters if they
+// differ from the stored ones and the crawl has not ended (a late poll
+// must not overwrite the final stats). It reports whether it wrote.
+//
+// Errors: NotFound("crawl_not_found").
+func (m *Mongo) UpdateCrawlStats(ctx context.Context, crawlID string, s CrawlStats) (bool, error) {
+	filter := bson.M{
+		"_id":   crawlID,
+		"state": bson.M{"$nin": FinishedStates},
+		"$or": bson.A{
+			bson.M{"stats.found": bson.M{"$ne": s.Found}},
+			bson.M{"stats.done": bson.M{"$ne": s.Done}},
+			bson.M{"stats.size": bson.M{"$ne": s.Size}},
+		},
+	}
+	res, err := m.coll(collCrawls).UpdateOne(ctx, filter, bson.M{"$set": bson.M{"stats": s}})
+	if err != nil {
+		return false, fmt.Errorf("updating crawl stats: %w", err)
+	}
+	if res.MatchedCount == 0 {
+		return false, m.crawlExists(ctx, crawlID)
+	}
+	return true, nil
+}
+
+// AddCrawlFile records a finished WACZ file on the crawl, at most once per
+// filename: files, fileCount and fileSize change together in one
+// single-document update, so a repeated or concurrent call for the same
+// file changes nothing. It reports whether the file was new.
+//
+// Errors: NotFound("crawl_not_found").
+func (m *Mongo) AddCrawlFile(ctx context.Context, crawlID string, f CrawlFile) (bool, error) {
+	filter := bson.M{"_id": crawlID, "files.filename": bson.M{"$ne": f.Filename}}
+	update := bson.M{
+		"$push": bson.M{"files": f},
+		"$inc":  bson.M{"fileCount": 1, "fileSize": f.Size},
+	}
+	res, err := m.coll(collCrawls).UpdateOne(ctx, filter, update)
+	if err != nil {
+		return false, fmt.Errorf("adding crawl file: %w", err)
+	}
+	if res.MatchedCount == 0 {
+		return false, m.crawlExists(ctx, crawlID)
+	}
+	return true, nil
+}
+
+// SetCrawlPods replaces the operator's per-pod view (phase, exit reason,
+// resource use) on the crawl.
+//
+// Errors: NotFound("crawl_not_found").
+func (m *Mongo) SetCrawlPods(ctx context.Context, crawlID string, pods map[string]PodInfo) error {
+	if pods == nil {
+		pods = map[string]PodInfo{}
+	}
+	res, err := m.coll(collCrawls).UpdateOne(ctx, bson.M{"_id": crawlID}, bson.M{"$set": bson.M{"podInfo": pods}})
+	if err != nil {
+		return fmt.Errorf("updating crawl pods: %w", err)
+	}
+	if res.MatchedCount == 0 {
+		return errCrawlNotFound
+	}
+	return nil
+}
+
+// crawlExists returns nil if crawl id exists, else NotFound.
+func (m *Mongo) crawlExists(ctx context.Context, id string) error {
+	n, err := m.coll(collCrawls).CountDocuments(ctx, bson.M{"_id": id})
+	if err != nil {
+		return fmt.Errorf("finding crawl: %w", err)
+	}
+	if n == 0 {
+		return errCrawlNotFound
+	}
+	return nil
+}

@@ -1,0 +1,149 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// Collection names, as upstream (Browsertrix) names them, plus trawler's own
+// crawl_errors and crawl_usage.
+const (
+	collUsers       = "users"
+	collOrgs        = "organizations"
+	collConfigs     = "crawl_configs"
+	collRevisions   = "configs_revs"
+	collCrawls      = "crawls"
+	collCrawlErrors = "crawl_errors"
+	collCrawlUsage  = "crawl_usage"
+	collCollections = "collections"
+)
+
+// Mongo is the MongoDB implementation of the store. It is safe for
+// concurrent use. Every method is bounded by its ctx.
+type Mongo struct {
+	client *mongo.Client
+	db     *mongo.Database
+
+	seqMu   sync.Mutex // guards lastSeq
+	lastSeq int64      // last crawl error sequence number handed out
+}
+
+// Open connects to the MongoDB (or FerretDB) server at uri and uses database
+// dbName. It does not wait for the server: the driver connects lazily, so
+// trawler can start while MongoDB is still coming up; call Ping or
+// EnsureIndexes to wait for it.
+//
+// Against FerretDB v1 the uri must carry maxPoolSize=1: FerretDB loses
+// concurrent updates made over several connections.
+//
+// Errors: only a malformed uri or options.
+func Open(ctx context.Context, uri, dbName string) (*Mongo, error) {
+	opts := options.Client().ApplyURI(uri).SetRegistry(Registry())
+	client, err := mongo.Connect(opts)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to mongodb: %w", err)
+	}
+	return &Mongo{client: client, db: client.Database(dbName)}, nil
+}
+
+// Close disconnects from the server.
+func (m *Mongo) Close(ctx context.Context) error {
+	if err := m.client.Disconnect(ctx); err != nil {
+		return fmt.Errorf("disconnecting from mongodb: %w", err)
+	}
+	return nil
+}
+
+// Ping checks that the server answers (for /readyz).
+func (m *Mongo) Ping(ctx context.Context) error {
+	if err := m.client.Ping(ctx, nil); err != nil {
+		return fmt.Errorf("pinging mongodb: %w", err)
+	}
+	return nil
+}
+
+// DB is the underlying database, for benchmarks and test helpers that
+// compare the store with direct driver calls. Its client encodes
+// uuid.UUID as BSON binary subtype 4.
+func (m *Mongo) DB() *mongo.Database { return m.db }
+
+func (m *Mongo) coll(name string) *mongo.Collection { return m.db.Collection(name) }
+
+// Registry is a BSON registry that encodes github.com/google/uuid.UUID as
+// binary subtype 4 (the "standard" representation upstream uses), so
+// domain types can hold uuid.UUID directly. Open installs it on the client.
+func Registry() *bson.Registry {
+	reg := bson.NewRegistry()
+	t := reflect.TypeOf(uuid.UUID{})
+	reg.RegisterTypeEncoder(t, bson.ValueEncoderFunc(encodeUUID))
+	reg.RegisterTypeDecoder(t, bson.ValueDecoderFunc(decodeUUID))
+	return reg
+}
+
+func encodeUUID(_ bson.EncodeContext, vw bson.ValueWriter, v reflect.Value) error {
+	id := v.Interface().(uuid.UUID)
+	return vw.WriteBinaryWithSubtype(id[:], bson.TypeBinaryUUID)
+}
+
+func decodeUUID(_ bson.DecodeContext, vr bson.ValueReader, v reflect.Value) error {
+	switch vr.Type() {
+	case bson.TypeNull:
+		v.Set(reflect.ValueOf(uuid.Nil))
+		return vr.ReadNull()
+	case bson.TypeString:
+		// Tolerate ids written as strings (e.g. by hand in a shell).
+		s, err := vr.ReadString()
+		if err != nil {
+			return err
+		}
+		id, err := uuid.Parse(s)
+		if err != nil {
+			return fmt.Errorf("decoding uuid: %w", err)
+		}
+		v.Set(reflect.ValueOf(id))
+		return nil
+	case bson.TypeBinary:
+		data, subtype, err := vr.ReadBinary()
+		if err != nil {
+			return err
+		}
+		if subtype != bson.TypeBinaryUUID && subtype != bson.TypeBinaryUUIDOld {
+			return fmt.Errorf("decoding uuid: binary subtype %d", subtype)
+		}
+		id, err := uuid.FromBytes(data)
+		if err != nil {
+			return fmt.Errorf("decoding uuid: %w", err)
+		}
+		v.Set(reflect.ValueOf(id))
+		return nil
+	default:
+		return fmt.Errorf("decoding uuid: unexpected BSON type %s", vr.Type())
+	}
+}
+
+// isDuplicate reports a unique-index violation. Real MongoDB says 11000;
+// FerretDB v1 says so on inserts only and answers code 1 "UNIQUE constraint
+// failed" when an update or findAndModify causes the duplicate.
+func isDuplicate(err error) bool {
+	if mongo.IsDuplicateKeyError(err) {
+		return true
+	}
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+// notFoundOr maps mongo.ErrNoDocuments to err and wraps anything else.
+func notFoundOr(err error, notFound error, what string) error {
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return notFound
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

@@ -1,0 +1,170 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// OrgFilter selects orgs for ListOrgs.
+type OrgFilter struct {
+	// Member, when set, lists only orgs where this user holds a role
+	// (>= viewer); nil lists all orgs (superusers).
+	Member *uuid.UUID
+	Paging
+}
+
+var errOrgNotFound = NotFound("org_not_found")
+
+// CreateOrg inserts o. Nil maps are stored as empty documents.
+//
+// Errors: Conflict("duplicate_org_name") if the name or id is taken.
+func (m *Mongo) CreateOrg(ctx context.Context, o *Org) error {
+	doc := *o
+	if doc.Users == nil {
+		doc.Users = map[string]Role{}
+	}
+	if doc.Usage == nil {
+		doc.Usage = map[string]int64{}
+	}
+	if _, err := m.coll(collOrgs).InsertOne(ctx, doc); err != nil {
+		if isDuplicate(err) {
+			return Conflict("duplicate_org_name")
+		}
+		return fmt.Errorf("inserting org: %w", err)
+	}
+	return nil
+}
+
+// GetOrg returns the org with id.
+//
+// Errors: NotFound("org_not_found").
+func (m *Mongo) GetOrg(ctx context.Context, id uuid.UUID) (*Org, error) {
+	return m.findOrg(ctx, bson.M{"_id": id})
+}
+
+// GetDefaultOrg returns the org marked default.
+//
+// Errors: NotFound("org_not_found") before EnsureDefaultOrg ran.
+func (m *Mongo) GetDefaultOrg(ctx context.Context) (*Org, error) {
+	return m.findOrg(ctx, bson.M{"default": true})
+}
+
+func (m *Mongo) findOrg(ctx context.Context, filter bson.M) (*Org, error) {
+	var o Org
+	if err := m.coll(collOrgs).FindOne(ctx, filter).Decode(&o); err != nil {
+		return nil, notFoundOr(err, errOrgNotFound, "finding org")
+	}
+	return &o, nil
+}
+
+// EnsureDefaultOrg creates the default org named name at bootstrap, or
+// renames the existing default org to name (as upstream does on each
+// start). Safe to run from several replicas at once.
+//
+// Errors: Conflict("duplicate_org_name") if another, non-default org
+// already has that name.
+func (m *Mongo) EnsureDefaultOrg(ctx context.Context, name string) (*Org, error) {
+	o, err := m.GetDefaultOrg(ctx)
+	switch {
+	case err == nil:
+		if o.Name != name {
+			if err := m.RenameOrg(ctx, o.ID, name); err != nil {
+				return nil, err
+			}
+			o.Name = name
+		}
+		return o, nil
+	case !errors.Is(err, ErrNotFound):
+		return nil, err
+	}
+	id := uuid.New()
+	o = &Org{
+		ID:      id,
+		Name:    name,
+		Default: true,
+		Storage: Storage{Type: "default", Name: "default", Path: id.String() + "/"},
+	}
+	if err := m.CreateOrg(ctx, o); err != nil {
+		if errors.Is(err, ErrConflict) {
+			// Another replica won the race; use its org.
+			if def, gerr := m.GetDefaultOrg(ctx); gerr == nil {
+				return def, nil
+			}
+		}
+		return nil, err
+	}
+	return m.GetOrg(ctx, id)
+}
+
+// ListOrgs returns one page of orgs (the default org first, then by name)
+// and the total number matching f.
+//
+// Errors: none of the store kinds.
+func (m *Mongo) ListOrgs(ctx context.Context, f OrgFilter) ([]Org, int64, error) {
+	filter := bson.M{}
+	if f.Member != nil {
+		filter["users."+f.Member.String()] = bson.M{"$gte": RoleViewer}
+	}
+	opts := options.Find().SetSort(bson.D{{Key: "default", Value: -1}, {Key: "name", Value: 1}})
+	f.apply(opts)
+	return findPage[Org](ctx, m.coll(collOrgs), filter, opts, "orgs")
+}
+
+// RenameOrg sets the org's name.
+//
+// Errors: NotFound("org_not_found"); Conflict("duplicate_org_name").
+func (m *Mongo) RenameOrg(ctx context.Context, id uuid.UUID, name string) error {
+	return m.updateOrg(ctx, id, bson.M{"$set": bson.M{"name": name}})
+}
+
+// SetOrgUserRole gives user uid role in the org (adding them if needed).
+//
+// Errors: NotFound("org_not_found").
+func (m *Mongo) SetOrgUserRole(ctx context.Context, id, uid uuid.UUID, role Role) error {
+	return m.updateOrg(ctx, id, bson.M{"$set": bson.M{"users." + uid.String(): role}})
+}
+
+// RemoveOrgUser removes user uid from the org; removing a non-member is
+// not an error.
+//
+// Errors: NotFound("org_not_found").
+func (m *Mongo) RemoveOrgUser(ctx context.Context, id, uid uuid.UUID) error {
+	return m.updateOrg(ctx, id, bson.M{"$unset": bson.M{"users." + uid.String(): ""}})
+}
+
+// SetOrgQuotas replaces the org's quotas.
+//
+// Errors: NotFound("org_not_found").
+func (m *Mongo) SetOrgQuotas(ctx context.Context, id uuid.UUID, q OrgQuotas) error {
+	return m.updateOrg(ctx, id, bson.M{"$set": bson.M{"quotas": q}})
+}
+
+// SetOrgWebhooks replaces the org's event webhook URLs and records the
+// origin (scheme://host) that download URLs in webhook bodies start with.
+//
+// Errors: NotFound("org_not_found").
+func (m *Mongo) SetOrgWebhooks(ctx context.Context, id uuid.UUID, urls map[string]string, origin string) error {
+	if urls == nil {
+		urls = map[string]string{}
+	}
+	return m.updateOrg(ctx, id, bson.M{"$set": bson.M{"webhookUrls": urls, "origin": origin}})
+}
+
+func (m *Mongo) updateOrg(ctx context.Context, id uuid.UUID, update bson.M) error {
+	res, err := m.coll(collOrgs).UpdateOne(ctx, bson.M{"_id": id}, update)
+	if err != nil {
+		if isDuplicate(err) {
+			return Conflict("duplicate_org_name")
+		}
+		return fmt.Errorf("updating org: %w", err)
+	}
+	if res.MatchedCount == 0 {
+		return errOrgNotFound
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// RunPostCrawlTasks does the store's part of finishing crawl crawlID, which
+// must already be in a terminal state:
+//
+//  1. if successful: add its duration to the org's monthly usage, and add
+//     it to its workflow's autoAddCollections (recounting them);
+//  2. recompute its workflow's stats;
+//  3. recompute its org's bytesStored;
+//  4. mark the crawl PostCrawlDone.
+//
+// Every step is idempotent, so a restart after a crash anywhere reruns the
+// whole list without double counting; once PostCrawlDone is set it returns
+// at once. It returns the crawl as it is at the end (for the crawlFinished
+// webhook).
+//
+// Errors: NotFound("crawl_not_found"); Invalid("crawl_not_finished").
+func (m *Mongo) RunPostCrawlTasks(ctx context.Context, crawlID string) (*Crawl, error) {
+	c, err := m.GetCrawlByID(ctx, crawlID)
+	if err != nil {
+		return nil, err
+	}
+	if c.PostCrawlDone {
+		return c, nil
+	}
+	if !IsFinished(c.State) || c.Finished == nil {
+		return nil, Invalid("crawl_not_finished")
+	}
+	if IsSuccessful(c.State) {
+		if err := m.recordUsage(ctx, c); err != nil {
+			return nil, err
+		}
+		if err := m.autoAddToCollections(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.RecomputeWorkflowStats(ctx, c.CID); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if err := m.RecomputeOrgBytesStored(ctx, c.OID); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if _, err := m.coll(collCrawls).UpdateOne(ctx, bson.M{"_id": crawlID},
+		bson.M{"$set": bson.M{"postCrawlDone": true}}); err != nil {
+		return nil, fmt.Errorf("marking post-crawl tasks done: %w", err)
+	}
+	c.PostCrawlDone = true
+	return c, nil
+}
+
+// autoAddToCollections adds the crawl to its workflow's
+// autoAddCollections. Unlike upstream, which overwrote collectionIds, it
+// adds to the set, so collections the user chose meanwhile stay.
+func (m *Mongo) autoAddToCollections(ctx context.Context, c *Crawl) error {
+	wf, err := m.GetCrawlConfig(ctx, c.OID, c.CID)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(wf.AutoAddCollections) == 0 {
+		return nil
+	}
+	if _, err := m.coll(collCrawls).UpdateOne(ctx, bson.M{"_id": c.ID},
+		bson.M{"$addToSet": bson.M{"collectionIds": bson.M{"$each": wf.AutoAddCollections}}}); err != nil {
+		return fmt.Errorf("adding crawl to collections: %w", err)
+	}
+	for _, id := range wf.AutoAddCollections {
+		if err := m.RecomputeCollection(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if !slices.Contains(c.CollectionIDs, id) {
+			c.CollectionIDs = append(c.CollectionIDs, id)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// Derived statistics are recomputed from the crawls rather than adjusted
+// with $inc (upstream bugs #3011 and #3372: failed crawls counted as
+// successful, counts going negative after cancel + delete). Recomputing is
+// also what makes the post-crawl tasks safe to repeat.
+
+// statsProjection leaves out the big fields of a crawl.
+var statsProjection = bson.M{"files": 0, "errors": 0, "config": 0, "podInfo": 0}
+
+// RecomputeWorkflowStats recomputes workflow cid's statistics from its
+// crawls: crawlCount (ended crawls), crawlSuccessfulCount and totalSize
+// (successful crawls only), and the last-crawl fields — from the newest
+// crawl that has not ended if there is one (isCrawlRunning true), else from
+// the crawl that ended last, else null.
+//
+// Errors: NotFound("crawl_config_not_found").
+func (m *Mongo) RecomputeWorkflowStats(ctx context.Context, cid uuid.UUID) error {
+	return recompute(ctx, m.coll(collConfigs), cid, errConfigNotFound, func(ctx context.Context) (bson.M, error) {
+		return m.workflowStats(ctx, cid)
+	})
+}
+
+func (m *Mongo) workflowStats(ctx context.Context, cid uuid.UUID) (bson.M, error) {
+	crawls := m.coll(collCrawls)
+	rows, err := sumBy(ctx, crawls, bson.M{"cid": cid, "state": bson.M{"$in": FinishedStates}}, "$state", "fileSize")
+	if err != nil {
+		return nil, err
+	}
+	var s WorkflowStats
+	for _, r := range rows {
+		s.CrawlCount += int(r.N)
+		if state, _ := r.Key.(string); IsSuccessful(state) {
+			s.CrawlSuccessfulCount += int(r.N)
+			s.TotalSize += r.Size
+		}
+	}
+	set := bson.M{
+		"crawlCount":           s.CrawlCount,
+		"crawlSuccessfulCount": s.CrawlSuccessfulCount,
+		"totalSize":            s.TotalSize,
+	}
+
+	active, err := m.latestCrawl(ctx, cid, RunningAndStartingStates, "started")
+	if err != nil {
+		return nil, err
+	}
+	if active != nil {
+		size := int64(0)
+		if active.Stats != nil {
+			size = active.Stats.Size
+		}
+		set["lastCrawlId"] = active.ID
+		set["lastCrawlStartTime"] = active.Started
+		set["lastStartedBy"] = active.UserID
+		set["lastCrawlTime"] = nil
+		set["lastCrawlState"] = active.State
+		set["lastCrawlSize"] = size
+		set["lastRun"] = active.Started
+		set["isCrawlRunning"] = true
+		set["lastCrawlStopping"] = active.Stopping
+		return set, nil
+	}
+
+	last, err := m.latestCrawl(ctx, cid, FinishedStates, "finished")
+	if err != nil {
+		return nil, err
+	}
+	set["isCrawlRunning"] = false
+	set["lastCrawlStopping"] = false
+	if last == nil {
+		for _, f := range []string{"lastCrawlId", "lastCrawlStartTime", "lastStartedBy", "lastCrawlTime", "lastCrawlState", "lastCrawlSize", "lastRun"} {
+			set[f] = nil
+		}
+		return set, nil
+	}
+	set["lastCrawlId"] = last.ID
+	set["lastCrawlStartTime"] = last.Started
+	set["lastStartedBy"] = last.UserID
+	set["lastCrawlTime"] = last.Finished
+	set["lastCrawlState"] = last.State
+	set["lastCrawlSize"] = last.FileSize
+	set["lastRun"] = last.Finished
+	return set, nil
+}
+
+// latestCrawl returns the crawl of cid in one of states with the greatest
+// sortField, or nil if there is none.
+func (m *Mongo) latestCrawl(ctx context.Context, cid uuid.UUID, states []string, sortField string) (*Crawl, error) {
+	opts := options.FindOne().SetProjection(statsProjection).
+		SetSort(bson.D{{Key: sortField, Value: -1}, {Key: "_id", Value: -1}})
+	var c Crawl
+	err := m.coll(collCrawls).FindOne(ctx, bson.M{"cid": cid, "state": bson.M{"$in": states}}, opts).Decode(&c)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finding latest crawl: %w", err)
+	}
+	return &c, nil
+}
+
+// RecomputeOrgBytesStored sets the org's bytesStored to the total file size
+// of its successful crawls (failed and canceled crawls do not count, as
+// upstream fixed in c9c39d47b).
+//
+// Errors: NotFound("org_not_found").
+func (m *Mongo) RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) error {
+	return recompute(ctx, m.coll(collOrgs), oid, errOrgNotFound, func(ctx context.Context) (bson.M, error) {
+		rows, err := sumBy(ctx, m.coll(collCrawls),
+			bson.M{"oid": oid, "state": bson.M{"$in": SuccessfulStates}}, nil, "fileSize")
+		if err != nil {
+			return nil, err
+		}
+		total := int64(0)
+		for _, r := range rows {
+			total += r.Size
+		}
+		return bson.M{"bytesStored": total}, nil
+	})
+}
+
+// usageRecord is one successful crawl's contribution to its org's monthly
+// usage. Keeping it (keyed by crawl id) makes the usage increment
+// idempotent, and it outlives the crawl: deleting a crawl does not give
+// back the time it used.
+type usageRecord struct {
+	CrawlID string    `bson:"_id"`
+	OID     uuid.UUID `bson:"oid"`
+	Month   string    `bson:"month"` // YYYY-MM of the finish time
+	Seconds int64     `bson:"seconds"`
+}
+
+// recordUsage adds the crawl's wall-clock duration to its org's usage for
+// the month it finished in, at most once.
+func (m *Mongo) recordUsage(ctx context.Context, c *Crawl) error {
+	rec := usageRecord{
+		CrawlID: c.ID,
+		OID:     c.OID,
+		Month:   c.Finished.UTC().Format("2006-01"),
+		Seconds: int64(c.Finished.Sub(c.Started).Seconds()),
+	}
+	if _, err := m.coll(collCrawlUsage).InsertOne(ctx, rec); err != nil && !isDuplicate(err) {
+		return fmt.Errorf("recording crawl usage: %w", err)
+	}
+	rows, err := sumBy(ctx, m.coll(collCrawlUsage), bson.M{"oid": c.OID, "month": rec.Month}, nil, "seconds")
+	if err != nil {
+		return err
+	}
+	total := int64(0)
+	for _, r := range rows {
+		total += r.Size
+	}
+	// $max: the monthly sum only grows, so a recomputation that read fewer
+	// records and writes late cannot lower it.
+	if _, err := m.coll(collOrgs).UpdateOne(ctx, bson.M{"_id": c.OID},
+		bson.M{"$max": bson.M{"usage." + rec.Month: total}}); err != nil {
+		return fmt.Errorf("updating org usage: %w", err)
+	}
+	return nil
+}
