@@ -27,6 +27,11 @@ const (
 	LabelCrawlConfig = "btrix.crawlconfig"
 	// LabelBrowser holds the profile browser id on a ProfileJob and its pod.
 	LabelBrowser = "browser"
+	// LabelProfile is "1" on ProfileJobs, as upstream marks them.
+	LabelProfile = "btrix.profile"
+	// LabelBaseProfile holds the id of the profile a browser was launched
+	// from, when it was; the API reads it back when the profile is saved.
+	LabelBaseProfile = "btrix.baseprofile"
 	// LabelInstance holds the crawler instance index on crawler pods and PVCs.
 	LabelInstance = "trawler.dev/instance"
 )

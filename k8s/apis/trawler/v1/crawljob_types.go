@@ -14,13 +14,14 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.scale,statuspath=.status.scale
-// +kubebuilder:resource:shortName=cjs
+// +kubebuilder:resource:shortName=cjs,categories=trawler
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Scale",type=integer,JSONPath=`.status.scale`
 // +kubebuilder:printcolumn:name="Pages Done",type=integer,JSONPath=`.status.pagesDone`
 // +kubebuilder:printcolumn:name="Pages Found",type=integer,JSONPath=`.status.pagesFound`
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.status.sizeHuman`
 // +kubebuilder:printcolumn:name="Stopping",type=boolean,JSONPath=`.status.stopping`,priority=1
+// +kubebuilder:printcolumn:name="Files Added",type=integer,JSONPath=`.status.filesAdded`,priority=1
 // +kubebuilder:printcolumn:name="Finished",type=date,JSONPath=`.status.finished`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type CrawlJob struct {
@@ -36,8 +37,12 @@ type CrawlJob struct {
 // workflow is edited.
 type CrawlJobSpec struct {
 	// ID is the crawl id: the crawls document _id in MongoDB, the crawler's
-	// CRAWL_ID and so the prefix of every key in the crawl's Redis.
+	// CRAWL_ID and so the prefix of every key in the crawl's Redis. It is
+	// part of the children's names and labels, hence a DNS label short
+	// enough for "crawl-<id>-<i>".
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=54
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	ID string `json:"id"`
 	// CID is the workflow (crawl config) id.
 	CID string `json:"cid"`
@@ -75,6 +80,7 @@ type CrawlJobSpec struct {
 
 	// ConfigMap names the ConfigMap in the CrawlJob's namespace whose
 	// "crawl-config.json" key is mounted into the crawlers.
+	// +kubebuilder:validation:MinLength=1
 	ConfigMap string `json:"configMap"`
 	// StorageName selects the storage secret "storage-<name>" given to the
 	// crawlers.

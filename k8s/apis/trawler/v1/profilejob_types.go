@@ -11,9 +11,10 @@ import (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=pjs
+// +kubebuilder:resource:shortName=pjs,categories=trawler
 // +kubebuilder:printcolumn:name="Expire At",type=string,JSONPath=`.spec.expireTime`
 // +kubebuilder:printcolumn:name="Start Url",type=string,JSONPath=`.spec.startUrl`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ProfileJob struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -24,7 +25,11 @@ type ProfileJob struct {
 
 // ProfileJobSpec describes the browser to run.
 type ProfileJobSpec struct {
-	// ID is the browser id ("prf-" + 10 hex characters).
+	// ID is the browser id ("prf-" + 10 hex characters). It is part of the
+	// browser pod's name "browser-<id>", hence a short DNS label.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=55
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	ID string `json:"id"`
 	// UserID is the user the browser belongs to.
 	UserID string `json:"userid,omitempty"`
