@@ -85,37 +85,53 @@ func (m *Mongo) UpdateCrawlStats(ctx context.Context, crawlID string, s CrawlSta
 	return true, nil
 }
 
+// FileResult reports what AddCrawlFile did and the crawl's file counters
+// afterwards.
+type FileResult struct {
+	Added     bool // false: a file of that name was already recorded
+	FileCount int
+	FileSize  int64
+}
+
 // AddCrawlFile records a finished WACZ file on the crawl, at most once per
 // filename: files, fileCount and fileSize change together in one
-// single-document update, so a repeated or concurrent call for the same
-// file changes nothing. It reports whether the file was new.
+// single-document update whose filter requires that no file of that name
+// is there yet, so a replayed or concurrent call for the same file changes
+// nothing.
 //
 // Errors: NotFound("crawl_not_found").
-func (m *Mongo) AddCrawlFile(ctx context.Context, crawlID string, f CrawlFile) (bool, error) {
+func (m *Mongo) AddCrawlFile(ctx context.Context, crawlID string, f CrawlFile) (FileResult, error) {
 	filter := bson.M{"_id": crawlID, "files.filename": bson.M{"$ne": f.Filename}}
 	update := bson.M{
 		"$push": bson.M{"files": f},
 		"$inc":  bson.M{"fileCount": 1, "fileSize": f.Size},
 	}
-	res, err := m.coll(collCrawls).UpdateOne(ctx, filter, update)
-	if err != nil {
-		return false, fmt.Errorf("adding crawl file: %w", err)
+	var c Crawl
+	err := m.coll(collCrawls).FindOneAndUpdate(ctx, filter, update,
+		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&c)
+	if err == nil {
+		return FileResult{Added: true, FileCount: c.FileCount, FileSize: c.FileSize}, nil
 	}
-	if res.MatchedCount == 0 {
-		return false, m.crawlExists(ctx, crawlID)
+	if !errors.Is(err, mongo.ErrNoDocuments) {
+		return FileResult{}, fmt.Errorf("adding crawl file: %w", err)
 	}
-	return true, nil
+	// No match: the crawl is missing or already has the file.
+	opts := options.FindOne().SetProjection(bson.M{"fileCount": 1, "fileSize": 1})
+	if err := m.coll(collCrawls).FindOne(ctx, bson.M{"_id": crawlID}, opts).Decode(&c); err != nil {
+		return FileResult{}, notFoundOr(err, errCrawlNotFound, "finding crawl")
+	}
+	return FileResult{FileCount: c.FileCount, FileSize: c.FileSize}, nil
 }
 
 // SetCrawlPods replaces the operator's per-pod view (phase, exit reason,
 // resource use) on the crawl.
 //
 // Errors: NotFound("crawl_not_found").
-func (m *Mongo) SetCrawlPods(ctx context.Context, crawlID string, pods map[string]PodInfo) error {
+func (m *Mongo) SetCrawlPods(ctx context.Context, crawlID string, pods map[string]PodStatus) error {
 	if pods == nil {
-		pods = map[string]PodInfo{}
+		pods = map[string]PodStatus{}
 	}
-	res, err := m.coll(collCrawls).UpdateOne(ctx, bson.M{"_id": crawlID}, bson.M{"$set": bson.M{"podInfo": pods}})
+	res, err := m.coll(collCrawls).UpdateOne(ctx, bson.M{"_id": crawlID}, bson.M{"$set": bson.M{"podStatus": pods}})
 	if err != nil {
 		return fmt.Errorf("updating crawl pods: %w", err)
 	}

@@ -45,7 +45,7 @@ var indexes = map[string][]mongo.IndexModel{
 		{Keys: bson.D{{Key: "collectionIds", Value: 1}}},
 	},
 	collCrawlErrors: {
-		{Keys: bson.D{{Key: "crawlId", Value: 1}, {Key: "seq", Value: 1}}},
+		{Keys: bson.D{{Key: "crawlId", Value: 1}, {Key: "idx", Value: 1}}},
 	},
 	collCrawlUsage: {
 		{Keys: bson.D{{Key: "oid", Value: 1}, {Key: "month", Value: 1}}},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -32,9 +31,6 @@ const (
 type Mongo struct {
 	client *mongo.Client
 	db     *mongo.Database
-
-	seqMu   sync.Mutex // guards lastSeq
-	lastSeq int64      // last crawl error sequence number handed out
 }
 
 // Open connects to the MongoDB (or FerretDB) server at uri and uses database

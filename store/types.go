@@ -65,6 +65,12 @@ type OrgQuotas struct {
 	MaxCrawlMinutes     int64 `bson:"maxExecMinutesPerMonth,omitempty"`
 }
 
+// StorageQuotaReached reports whether the org has a storage quota and its
+// stored bytes reached it.
+func (o *Org) StorageQuotaReached() bool {
+	return o.Quotas.StorageQuota > 0 && o.BytesStored >= o.Quotas.StorageQuota
+}
+
 // RoleOf returns the role of user u in the org (0 if not a member).
 func (o *Org) RoleOf(u *User) Role {
 	if u.IsSuperuser {
@@ -231,16 +237,17 @@ type Crawl struct {
 	Stopping      bool           `bson:"stopping"`
 	// FirstSeed is config.seeds[0].url, set by the store on insert.
 	FirstSeed string `bson:"firstSeed"`
-	// Pods holds the operator's view of each pod of the crawl, by pod name.
-	Pods map[string]PodInfo `bson:"podInfo,omitempty"`
+	// Pods holds the operator's view of each pod of the crawl, keyed as the
+	// operator chooses ("redis", "0", "1", ...).
+	Pods map[string]PodStatus `bson:"podStatus,omitempty"`
 	// PostCrawlDone is set once the post-crawl tasks (RunPostCrawlTasks)
 	// have all completed; the operator reruns them until it is.
 	PostCrawlDone bool `bson:"postCrawlDone,omitempty"`
 }
 
-// PodInfo is what the operator records about one pod of a crawl: its
+// PodStatus is what the operator records about one pod of a crawl: its
 // phase, why it last exited, and its resource use against its allocation.
-type PodInfo struct {
+type PodStatus struct {
 	Phase    string `bson:"phase"`
 	Restarts int32  `bson:"restarts"`
 	// ExitCode and Reason (e.g. "OOMKilled", "Error", "Completed") are the

@@ -17,7 +17,7 @@ import (
 // also what makes the post-crawl tasks safe to repeat.
 
 // statsProjection leaves out the big fields of a crawl.
-var statsProjection = bson.M{"files": 0, "errors": 0, "config": 0, "podInfo": 0}
+var statsProjection = bson.M{"files": 0, "errors": 0, "config": 0, "podStatus": 0}
 
 // RecomputeWorkflowStats recomputes workflow cid's statistics from its
 // crawls: crawlCount (ended crawls), crawlSuccessfulCount and totalSize
