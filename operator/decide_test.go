@@ -1,0 +1,540 @@
+package operator
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// running sets a status of a crawl that has been running since t0.
+func runningStatus(state string, scale int32) func(*trawlerv1.CrawlJob) {
+	return withStatus(func(s *trawlerv1.CrawlJobStatus) {
+		s.State, s.Scale, s.InitRedis = state, scale, true
+		s.RunningSince = mtime(t0)
+		s.Conditions = []metav1.Condition{{Type: CondCrawlerActive, Status: metav1.ConditionTrue}}
+	})
+}
+
+func wantTransition(to string) func(*testing.T, decision) {
+	return func(t *testing.T, d decision) {
+		t.Helper()
+		if to == "" {
+			if d.Transition != nil {
+				t.Errorf("transition to %s, want none", d.Transition.To)
+			}
+			return
+		}
+		if d.Transition == nil || d.Transition.To != to {
+			t.Errorf("transition %+v, want to %s", d.Transition, to)
+		}
+	}
+}
+
+func wantPods(idx ...int) func(*testing.T, decision) {
+	return func(t *testing.T, d decision) {
+		t.Helper()
+		if !slices.Equal(d.Plan.CrawlerPods, idx) {
+			t.Errorf("crawler pods %v, want %v", d.Plan.CrawlerPods, idx)
+		}
+	}
+}
+
+func wantScale(n int32) func(*testing.T, decision) {
+	return func(t *testing.T, d decision) {
+		t.Helper()
+		if d.Status.Scale != n {
+			t.Errorf("scale %d, want %d", d.Status.Scale, n)
+		}
+	}
+}
+
+func TestDecide(t *testing.T) {
+	type check = func(*testing.T, decision)
+	tests := []struct {
+		name   string
+		job    *trawlerv1.CrawlJob
+		at     time.Duration // since t0
+		pods   map[int]*corev1.Pod
+		redis  *redisState
+		noCM   bool
+		orgFul bool
+		checks []check
+	}{
+		{name: "new job renders every instance at once, no redis pod yet",
+			job: newJob(3), at: time.Second,
+			checks: []check{wantTransition(""), wantScale(3), wantPods(0, 1, 2), func(t *testing.T, d decision) {
+				if d.Plan.RedisPod || !d.Plan.RedisPVC || d.Poll {
+					t.Errorf("redis plan %+v poll %v", d.Plan, d.Poll)
+				}
+				if d.Status.State != store.StateStarting || d.RequeueAfter != 59*time.Second {
+					t.Errorf("state %s requeue %v", d.Status.State, d.RequeueAfter)
+				}
+			}}},
+		{name: "starting too long without a running crawler waits for capacity with the scheduler's reason",
+			job: newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.Scale = 1 })), at: 61 * time.Second,
+			pods: func() map[int]*corev1.Pod {
+				p := pods(corev1.PodPending)
+				p[0].Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+					Message: "0/1 nodes are available: 1 Insufficient cpu."}}
+				return p
+			}(),
+			checks: []check{wantTransition(store.StateWaitingCapacity), func(t *testing.T, d decision) {
+				if !strings.Contains(d.Status.WaitingReason, "Insufficient cpu") {
+					t.Errorf("reason %q", d.Status.WaitingReason)
+				}
+			}}},
+		{name: "a running crawler brings up redis",
+			job: newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.Scale = 1 })), at: 5 * time.Second,
+			pods: pods(corev1.PodRunning),
+			checks: []check{wantTransition(""), wantPods(0), func(t *testing.T, d decision) {
+				if !d.Status.InitRedis || !d.Plan.RedisPod || !d.Poll {
+					t.Errorf("initRedis %v plan %+v poll %v", d.Status.InitRedis, d.Plan, d.Poll)
+				}
+			}}},
+		{name: "crawler running and redis reachable: running, stats copied",
+			job: newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.Scale, s.InitRedis = 1, true })), at: 5 * time.Second,
+			pods:  pods(corev1.PodRunning),
+			redis: func() *redisState { r := reachable("running"); r.PagesFound, r.PagesDone, r.Size = 10, 3, 12345678; return r }(),
+			checks: []check{wantTransition(store.StateRunning), func(t *testing.T, d decision) {
+				s := d.Status
+				if s.PagesFound != 10 || s.PagesDone != 3 || s.SizeHuman != "12.3 MB" || s.RunningSince == nil {
+					t.Errorf("status %+v", s)
+				}
+			}}},
+		{name: "from waiting_capacity back to running",
+			job: newJob(1, runningStatus(store.StateWaitingCapacity, 1)), at: time.Minute,
+			pods: pods(corev1.PodRunning), redis: reachable("running"),
+			checks: []check{wantTransition(store.StateRunning), func(t *testing.T, d decision) {
+				if !slices.Contains(d.Transition.From, store.StateWaitingCapacity) {
+					t.Errorf("from %v", d.Transition.From)
+				}
+			}}},
+		{name: "all done and exited: complete with stats",
+			job: newJob(2, runningStatus(store.StateUploadingWACZ, 2)), at: time.Minute,
+			pods: pods(corev1.PodSucceeded, corev1.PodSucceeded),
+			redis: func() *redisState {
+				r := reachable("done", "done")
+				r.PagesFound, r.PagesDone, r.FilesAdded = 5, 5, 2
+				return r
+			}(),
+			checks: []check{wantTransition(store.StateComplete), func(t *testing.T, d decision) {
+				if !d.Transition.Finished || *d.Transition.Stats != (store.CrawlStats{Found: 5, Done: 5}) {
+					t.Errorf("transition %+v", d.Transition)
+				}
+			}}},
+		{name: "done with pages left: partial_complete",
+			job:  newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			pods: pods(corev1.PodSucceeded),
+			redis: func() *redisState {
+				r := reachable("done")
+				r.PagesFound, r.PagesDone, r.FilesAdded = 9, 4, 1
+				return r
+			}(),
+			checks: []check{wantTransition(store.StatePartialComplete)}},
+		{name: "done but a WACZ is not recorded yet: wait",
+			job:  newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			pods: pods(corev1.PodSucceeded),
+			redis: func() *redisState {
+				r := reachable("done")
+				r.PagesFound, r.PagesDone, r.PendingFiles = 1, 1, 1
+				return r
+			}(),
+			checks: []check{wantTransition("")}},
+		{name: "done but the pod has not exited: wait",
+			job:  newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			pods: pods(corev1.PodRunning), redis: reachable("done"),
+			checks: []check{wantTransition("")}},
+		{name: "one page and no file: failed",
+			job:  newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			pods: pods(corev1.PodSucceeded),
+			redis: func() *redisState {
+				r := reachable("done")
+				r.PagesFound, r.PagesDone = 1, 1
+				return r
+			}(),
+			checks: []check{wantTransition(store.StateFailed)}},
+		{name: "all failed while stopping with nothing done: canceled",
+			job:  newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.Spec.Stopping = true }),
+			at:   time.Minute,
+			pods: pods(corev1.PodRunning), redis: reachable("failed"),
+			checks: []check{wantTransition(store.StateCanceled)}},
+		{name: "all failed: failed",
+			job:  newJob(2, runningStatus(store.StateRunning, 2)), at: time.Minute,
+			pods: pods(corev1.PodRunning, corev1.PodRunning), redis: reachable("failed", "failed"),
+			checks: []check{wantTransition(store.StateFailed)}},
+		{name: "one done one failed counts as finished and successful (#1889)",
+			job:  newJob(2, runningStatus(store.StateRunning, 2)), at: time.Minute,
+			pods: pods(corev1.PodSucceeded, corev1.PodRunning),
+			redis: func() *redisState {
+				r := reachable("done", "failed")
+				r.PagesFound, r.PagesDone, r.FilesAdded = 3, 3, 1
+				return r
+			}(),
+			checks: []check{wantTransition(store.StateComplete)}},
+		{name: "scale beyond the instances that exist still finishes (#1888)",
+			job:  newJob(3, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			pods: pods(corev1.PodSucceeded),
+			redis: func() *redisState {
+				r := reachable("done")
+				r.PagesFound, r.PagesDone, r.FilesAdded = 1, 1, 1
+				return r
+			}(),
+			checks: []check{wantTransition(store.StateComplete), wantScale(1)}},
+		{name: "post phases: generate-wacz wins over uploading and pending-wait",
+			job:  newJob(3, runningStatus(store.StateRunning, 3)), at: time.Minute,
+			pods: pods(corev1.PodRunning, corev1.PodRunning, corev1.PodRunning), redis: reachable("uploading-wacz", "generate-wacz", "pending-wait"),
+			checks: []check{wantTransition(store.StateGenerateWACZ)}},
+		{name: "post phase back to running when an instance runs (#1179)",
+			job:  newJob(2, runningStatus(store.StateUploadingWACZ, 2)), at: time.Minute,
+			pods: pods(corev1.PodRunning, corev1.PodRunning), redis: reachable("running", "uploading-wacz"),
+			checks: []check{wantTransition(store.StateRunning)}},
+		{name: "steady running crawl: no transition, no requeue",
+			job:  newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			pods: pods(corev1.PodRunning), redis: reachable("running"),
+			checks: []check{wantTransition(""), func(t *testing.T, d decision) {
+				if d.RequeueAfter != 0 || d.Control.Stopping {
+					t.Errorf("requeue %v stopping %v", d.RequeueAfter, d.Control.Stopping)
+				}
+			}}},
+		{name: "user stop is asserted in redis",
+			job:  newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.Spec.Stopping = true }),
+			at:   time.Minute,
+			pods: pods(corev1.PodRunning), redis: reachable("running"),
+			checks: []check{func(t *testing.T, d decision) {
+				if !d.Control.Stopping || !d.Status.Stopping {
+					t.Error("not stopping")
+				}
+			}}},
+		{name: "time limit reached stops",
+			job:  newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.Spec.CrawlTimeout = 60 }),
+			at:   time.Minute,
+			pods: pods(corev1.PodRunning), redis: reachable("running"),
+			checks: []check{func(t *testing.T, d decision) {
+				if !d.Control.Stopping {
+					t.Error("not stopping")
+				}
+			}}},
+		{name: "time limit ahead asks to look again then",
+			job:  newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.Spec.CrawlTimeout = 90 }),
+			at:   time.Minute,
+			pods: pods(corev1.PodRunning), redis: reachable("running"),
+			checks: []check{func(t *testing.T, d decision) {
+				if d.Control.Stopping || d.RequeueAfter != 30*time.Second {
+					t.Errorf("stopping %v requeue %v", d.Control.Stopping, d.RequeueAfter)
+				}
+			}}},
+		{name: "size limit exceeded stops, and stays stopped when the size drops",
+			job:  newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.Spec.MaxCrawlSize = 1000; cj.Status.Stopping = true }),
+			at:   time.Minute,
+			pods: pods(corev1.PodRunning), redis: func() *redisState { r := reachable("running"); r.Size = 10; return r }(),
+			checks: []check{func(t *testing.T, d decision) {
+				if !d.Control.Stopping {
+					t.Error("not stopping")
+				}
+			}}},
+		{name: "scale down asks the instances above to stop and keeps them",
+			job:  newJob(1, runningStatus(store.StateRunning, 3)), at: time.Minute,
+			pods: pods(corev1.PodRunning, corev1.PodRunning, corev1.PodRunning), redis: reachable("running", "running", "running"),
+			checks: []check{wantScale(3), wantPods(0, 1, 2), func(t *testing.T, d decision) {
+				want := map[string]bool{name(1): true, name(2): true}
+				if len(d.Control.StopOne) != 2 || !d.Control.StopOne[name(1)] || !d.Control.StopOne[name(2)] {
+					t.Errorf("stopone %v, want %v", d.Control.StopOne, want)
+				}
+			}}},
+		{name: "scale down drops only the contiguous top of Succeeded instances",
+			job:  newJob(1, runningStatus(store.StateRunning, 3)), at: time.Minute,
+			pods: pods(corev1.PodRunning, corev1.PodRunning, corev1.PodSucceeded), redis: reachable("running", "uploading-wacz", "done"),
+			checks: []check{wantScale(2), wantPods(0, 1)}},
+		{name: "scale down completes when all above are Succeeded",
+			job:  newJob(1, runningStatus(store.StateRunning, 3)), at: time.Minute,
+			pods: pods(corev1.PodRunning, corev1.PodSucceeded, corev1.PodSucceeded), redis: reachable("running", "done", "done"),
+			checks: []check{wantScale(1), wantPods(0), func(t *testing.T, d decision) {
+				if len(d.Control.Cleanup) != 0 {
+					t.Errorf("cleanup %v before the pods are gone", d.Control.Cleanup)
+				}
+			}}},
+		{name: "an interrupted instance is not dropped",
+			job:  newJob(1, runningStatus(store.StateRunning, 2)), at: time.Minute,
+			pods: pods(corev1.PodRunning, corev1.PodRunning), redis: reachable("running", "interrupted"),
+			checks: []check{wantScale(2)}},
+		{name: "an instance that never ran is dropped at once",
+			job:  newJob(1, runningStatus(store.StateRunning, 2)), at: time.Minute,
+			pods: pods(corev1.PodRunning, corev1.PodPending), redis: reachable("running"),
+			checks: []check{wantScale(1)}},
+		{name: "scaled-down instances' fields are cleaned once their pods are gone",
+			job:  newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			pods: pods(corev1.PodRunning),
+			redis: func() *redisState {
+				r := reachable("running", "done", "done")
+				r.StopOne[name(1)], r.StopOne[name(2)] = true, true
+				return r
+			}(),
+			checks: []check{func(t *testing.T, d decision) {
+				if !slices.Equal(d.Control.Cleanup, []string{name(1), name(2)}) {
+					t.Errorf("cleanup %v", d.Control.Cleanup)
+				}
+			}}},
+		{name: "scale down waits while redis is unreachable",
+			job:  newJob(1, runningStatus(store.StateRunning, 2)), at: time.Minute,
+			pods: pods(corev1.PodRunning, corev1.PodSucceeded), redis: &redisState{Since: t0.Add(55 * time.Second)},
+			checks: []check{wantScale(2)}},
+		{name: "scale up is immediate",
+			job:  newJob(3, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			pods: pods(corev1.PodRunning), redis: func() *redisState { r := reachable("running"); r.PagesFound = 50; return r }(),
+			checks: []check{wantScale(3), wantPods(0, 1, 2)}},
+		{name: "scale up is capped at pages found",
+			job:  newJob(3, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			pods: pods(corev1.PodRunning), redis: func() *redisState { r := reachable("running"); r.PagesFound = 2; return r }(),
+			checks: []check{wantScale(2), wantPods(0, 1)}},
+		{name: "scale up waits for a stale instance's fields to be cleaned",
+			job:  newJob(2, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			pods: pods(corev1.PodRunning), redis: func() *redisState { r := reachable("running", "done"); r.PagesFound = 9; return r }(),
+			checks: []check{wantScale(1), wantPods(0), func(t *testing.T, d decision) {
+				if !slices.Equal(d.Control.Cleanup, []string{name(1)}) {
+					t.Errorf("cleanup %v", d.Control.Cleanup)
+				}
+			}}},
+		{name: "scaling back up clears a pending stopone",
+			job:  newJob(2, runningStatus(store.StateRunning, 2)), at: time.Minute,
+			pods: pods(corev1.PodRunning, corev1.PodRunning),
+			redis: func() *redisState {
+				r := reachable("running", "running")
+				r.StopOne[name(1)] = true
+				return r
+			}(),
+			checks: []check{func(t *testing.T, d decision) {
+				if v, ok := d.Control.StopOne[name(1)]; !ok || v {
+					t.Errorf("stopone %v", d.Control.StopOne)
+				}
+			}}},
+		{name: "restart request: crawler pods go, PVCs stay",
+			job:  newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.Spec.RestartTime = "2026-11-30T12:00:30Z" }),
+			at:   time.Minute,
+			pods: pods(corev1.PodRunning), redis: reachable("running"),
+			checks: []check{wantPods(), func(t *testing.T, d decision) {
+				if d.Status.RestartTime != "" || !slices.Equal(d.Plan.CrawlerPVCs, []int{0}) {
+					t.Errorf("restartTime %q pvcs %v", d.Status.RestartTime, d.Plan.CrawlerPVCs)
+				}
+			}}},
+		{name: "restart request: once the pods are gone they are recreated",
+			job: newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.Spec.RestartTime = "2026-11-30T12:00:30Z" }),
+			at:  time.Minute, redis: reachable("running"),
+			checks: []check{wantPods(0), func(t *testing.T, d decision) {
+				if d.Status.RestartTime != "2026-11-30T12:00:30Z" {
+					t.Errorf("restartTime %q", d.Status.RestartTime)
+				}
+			}}},
+		{name: "no crawler active: running crawl waits for capacity and notes when activity stopped",
+			job: newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			pods: pods(corev1.PodPending), redis: reachable("running"),
+			checks: []check{wantTransition(store.StateWaitingCapacity), func(t *testing.T, d decision) {
+				if d.Status.LastActiveTime == nil || !d.Status.LastActiveTime.Time.Equal(t0.Add(time.Minute)) ||
+					!d.Status.InitRedis || d.RequeueAfter != 60*time.Second {
+					t.Errorf("lastActive %v initRedis %v requeue %v", d.Status.LastActiveTime, d.Status.InitRedis, d.RequeueAfter)
+				}
+			}}},
+		{name: "redis paused after 60 s without an active crawler",
+			job: newJob(1, runningStatus(store.StateWaitingCapacity, 1), withStatus(func(s *trawlerv1.CrawlJobStatus) {
+				s.LastActiveTime = mtime(t0)
+				s.Conditions = []metav1.Condition{{Type: CondCrawlerActive, Status: metav1.ConditionFalse}}
+			})),
+			at: 61 * time.Second, pods: pods(corev1.PodPending),
+			checks: []check{func(t *testing.T, d decision) {
+				if d.Status.InitRedis || d.Plan.RedisPod || d.Poll || !d.Plan.RedisPVC {
+					t.Errorf("initRedis %v plan %+v", d.Status.InitRedis, d.Plan)
+				}
+			}}},
+		{name: "redis unreachable beyond the grace: waiting_capacity",
+			job: newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			pods: pods(corev1.PodRunning), redis: &redisState{Since: t0.Add(45 * time.Second)},
+			checks: []check{wantTransition(store.StateWaitingCapacity)}},
+		{name: "redis unreachable within the grace: look again when it ends",
+			job: newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			pods: pods(corev1.PodRunning), redis: &redisState{Since: t0.Add(55 * time.Second)},
+			checks: []check{wantTransition(""), func(t *testing.T, d decision) {
+				if d.RequeueAfter != 5*time.Second {
+					t.Errorf("requeue %v", d.RequeueAfter)
+				}
+			}}},
+		{name: "org limit reached: waiting_org_limit and no children",
+			job: newJob(1), at: time.Second, orgFul: true,
+			checks: []check{wantTransition(store.StateWaitingOrgLimit), func(t *testing.T, d decision) {
+				if d.Plan.RedisPVC || len(d.Plan.CrawlerPVCs) > 0 {
+					t.Errorf("plan %+v", d.Plan)
+				}
+			}}},
+		{name: "org slot free again: starting",
+			job: newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.State = store.StateWaitingOrgLimit })), at: time.Second,
+			checks: []check{wantTransition(store.StateStarting), wantPods(0)}},
+		{name: "missing config map: no children yet",
+			job: newJob(1), at: 10 * time.Second, noCM: true,
+			checks: []check{wantTransition(""), func(t *testing.T, d decision) {
+				c := meta.FindStatusCondition(d.Status.Conditions, CondSpecValid)
+				if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "ConfigMap") {
+					t.Errorf("condition %+v", c)
+				}
+				if d.Plan.RedisPVC || d.RequeueAfter != 50*time.Second {
+					t.Errorf("plan %+v requeue %v", d.Plan, d.RequeueAfter)
+				}
+			}}},
+		{name: "missing config map for a minute: failed",
+			job: newJob(1), at: 61 * time.Second, noCM: true,
+			checks: []check{wantTransition(store.StateFailed)}},
+		{name: "scale out of range is clamped and reported",
+			job: newJob(7), at: time.Second,
+			checks: []check{wantScale(3), func(t *testing.T, d decision) {
+				if len(d.Problems) != 1 || !strings.Contains(d.Problems[0], "outside 1..3") {
+					t.Errorf("problems %v", d.Problems)
+				}
+			}}},
+		{name: "finished with crawler pods left: keep redis and every PVC",
+			job: newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) {
+				s.State, s.Finished, s.Scale = store.StateComplete, mtime(t0), 1
+			})),
+			at: time.Minute, pods: pods(corev1.PodSucceeded),
+			checks: []check{func(t *testing.T, d decision) {
+				if !d.Teardown || len(d.Plan.CrawlerPods) != 0 || !d.Plan.RedisPVC {
+					t.Errorf("plan %+v", d.Plan)
+				}
+			}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := observed{
+				Now: t0.Add(tt.at), Job: tt.job, Crawlers: tt.pods, ConfigMapOK: !tt.noCM,
+				OrgSlotFree: !tt.orgFul, Redis: tt.redis, PVCs: map[string]*corev1.PersistentVolumeClaim{},
+			}
+			if o.Crawlers == nil {
+				o.Crawlers = map[int]*corev1.Pod{}
+			}
+			if tt.job.Status.InitRedis {
+				o.RedisPod = redisPodIn(corev1.PodRunning)
+			}
+			d := decide(o, testConfig())
+			for _, c := range tt.checks {
+				c(t, d)
+			}
+		})
+	}
+}
+
+func TestTeardownOrder(t *testing.T) {
+	finished := newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) {
+		s.State, s.Finished, s.Scale, s.InitRedis = store.StateComplete, mtime(t0), 1, true
+	}))
+	pvcs := desiredChildren(finished, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0, 1}}).PVCs
+	tests := []struct {
+		name      string
+		crawlers  map[int]*corev1.Pod
+		redis     bool
+		tasksDone bool
+		want      childPlan
+	}{
+		{"crawler pods go first", pods(corev1.PodRunning), true, true,
+			childPlan{RedisPod: true, RedisPVC: true, CrawlerPVCs: []int{0, 1}}},
+		{"redis stays for the finish tasks", nil, true, false, childPlan{RedisPod: true, RedisPVC: true}},
+		{"then everything goes", nil, true, true, childPlan{}},
+		{"no redis ever: everything goes with the crawlers", nil, false, false, childPlan{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := observed{Now: t0.Add(time.Minute), Job: finished, Crawlers: tt.crawlers, PVCs: pvcs, ConfigMapOK: true,
+				FinishTasksDone: tt.tasksDone}
+			if o.Crawlers == nil {
+				o.Crawlers = map[int]*corev1.Pod{}
+			}
+			if tt.redis {
+				o.RedisPod = redisPodIn(corev1.PodRunning)
+			}
+			d := decide(o, testConfig())
+			if d.Plan.RedisPod != tt.want.RedisPod || d.Plan.RedisPVC != tt.want.RedisPVC ||
+				!slices.Equal(d.Plan.CrawlerPVCs, tt.want.CrawlerPVCs) || len(d.Plan.CrawlerPods) != 0 {
+				t.Errorf("plan %+v, want %+v", d.Plan, tt.want)
+			}
+		})
+	}
+}
+
+func TestOrgSlotFree(t *testing.T) {
+	job := func(name string, at int, state string) *trawlerv1.CrawlJob {
+		cj := newJob(1)
+		cj.Name, cj.UID = name, types.UID(name)
+		cj.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(at) * time.Second))
+		cj.Status.State = state
+		return cj
+	}
+	a := job("crawljob-sched-a", 0, store.StateRunning)
+	b := job("crawljob-manual-b", 1, store.StateStarting)
+	c := job("crawljob-manual-c", 1, store.StateStarting)
+	done := job("crawljob-manual-0", -5, store.StateComplete)
+	all := []*trawlerv1.CrawlJob{done, c, b, a}
+	tests := []struct {
+		name string
+		cj   *trawlerv1.CrawlJob
+		max  int
+		want bool
+	}{
+		{"unlimited", c, 0, true},
+		{"oldest first by creation time, not name", a, 1, true},
+		{"second waits at max 1", b, 1, false},
+		{"same second: by name", b, 2, true},
+		{"same second, later name waits", c, 2, false},
+		{"finished crawls do not count", c, 3, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := orgSlotFree(tt.cj, all, tt.max); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHumanSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 Bytes", 1: "1 Byte", 999: "999 Bytes", 1000: "1.0 kB",
+		12345678: "12.3 MB", 22_000_000_000: "22.0 GB"} {
+		if got := humanSize(n); got != want {
+			t.Errorf("humanSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestApplyTransitionResult(t *testing.T) {
+	now := t0.Add(90*time.Second + 300*time.Millisecond)
+	tr := &transition{To: store.StateComplete, Finished: true, Stats: &store.CrawlStats{Found: 3, Done: 3, Size: 2000}}
+	tests := []struct {
+		name         string
+		res          transitionResult
+		wantState    string
+		wantFinished *time.Time
+	}{
+		{"changed", transitionResult{Changed: true}, store.StateComplete, ptr(t0.Add(90 * time.Second))},
+		{"lost to a cancel: adopt the document", transitionResult{State: store.StateCanceled, Finished: ptr(t0.Add(80 * time.Second))},
+			store.StateCanceled, ptr(t0.Add(80 * time.Second))},
+		{"document terminal without finished time", transitionResult{State: store.StateFailed}, store.StateFailed, ptr(t0.Add(90 * time.Second))},
+		{"document still running", transitionResult{State: store.StateRunning}, store.StateRunning, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := trawlerv1.CrawlJobStatus{State: store.StateRunning}
+			applyTransitionResult(&st, tr, tt.res, now)
+			if st.State != tt.wantState {
+				t.Errorf("state %s, want %s", st.State, tt.wantState)
+			}
+			if (st.Finished == nil) != (tt.wantFinished == nil) || (st.Finished != nil && !st.Finished.Time.Equal(*tt.wantFinished)) {
+				t.Errorf("finished %v, want %v", st.Finished, tt.wantFinished)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,262 @@
+package operator
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/trawlerhq/trawler/k8s"
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+)
+
+// Names of the headless Services that give pods stable DNS through
+// hostname + subdomain (the chart creates them).
+const (
+	crawlerSubdomain = "crawler"
+	redisSubdomain   = "redis"
+	browserSubdomain = "browser"
+)
+
+// childPlan says which children a CrawlJob should have right now. The
+// decision (status.go) fills it; desiredChildren renders it.
+type childPlan struct {
+	// CrawlerPVCs and CrawlerPods are the instance indices to render.
+	CrawlerPVCs []int
+	CrawlerPods []int
+	RedisPVC    bool
+	RedisPod    bool
+}
+
+// children are the objects a CrawlJob should own, keyed by name.
+type children struct {
+	Pods map[string]*corev1.Pod
+	PVCs map[string]*corev1.PersistentVolumeClaim
+}
+
+// desiredChildren renders a plan into pods and PVCs. It is pure: the same
+// job, config and plan always give the same objects.
+func desiredChildren(cj *trawlerv1.CrawlJob, cfg Config, plan childPlan) children {
+	out := children{Pods: map[string]*corev1.Pod{}, PVCs: map[string]*corev1.PersistentVolumeClaim{}}
+	id := cj.Spec.ID
+	if plan.RedisPVC {
+		p := newPVC(cj, k8s.RedisName(id), k8s.RoleRedis, cfg.RedisStorage, cfg.StorageClass, nil)
+		out.PVCs[p.Name] = p
+	}
+	if plan.RedisPod {
+		p := redisPod(cj, cfg)
+		out.Pods[p.Name] = p
+	}
+	for _, i := range plan.CrawlerPVCs {
+		p := newPVC(cj, k8s.CrawlerName(id, i), k8s.RoleCrawler, cfg.CrawlerStorage, cfg.StorageClass,
+			map[string]string{k8s.LabelInstance: strconv.Itoa(i)})
+		out.PVCs[p.Name] = p
+	}
+	for _, i := range plan.CrawlerPods {
+		p := crawlerPod(cj, cfg, i)
+		out.Pods[p.Name] = p
+	}
+	return out
+}
+
+// ownerRef makes the CrawlJob the controller of a child, so the garbage
+// collector removes children a crashed teardown left behind.
+func ownerRef(cj *trawlerv1.CrawlJob) metav1.OwnerReference {
+	return *metav1.NewControllerRef(cj, trawlerv1.SchemeGroupVersion.WithKind("CrawlJob"))
+}
+
+func childLabels(cj *trawlerv1.CrawlJob, role string, extra map[string]string) map[string]string {
+	l := map[string]string{k8s.LabelCrawl: cj.Spec.ID, k8s.LabelRole: role}
+	for k, v := range extra {
+		l[k] = v
+	}
+	return l
+}
+
+func newPVC(cj *trawlerv1.CrawlJob, name, role string, size resource.Quantity, class string, extra map[string]string) *corev1.PersistentVolumeClaim {
+	p := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       cj.Namespace,
+			Labels:          childLabels(cj, role, extra),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(cj)},
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: size.DeepCopy()},
+			},
+		},
+	}
+	if class != "" {
+		p.Spec.StorageClassName = &class
+	}
+	return p
+}
+
+// crawlerPod is instance i of the crawl, as browsertrix-crawler 0.11
+// expects it: its hostname is its instance id in Redis, CRAWL_ID is the key
+// prefix and WEBHOOK_URL makes it push finished WACZs to crawls-done.
+func crawlerPod(cj *trawlerv1.CrawlJob, cfg Config, i int) *corev1.Pod {
+	id := cj.Spec.ID
+	name := k8s.CrawlerName(id, i)
+	redisURL := cfg.RedisURL(id)
+	cpu, mem := cfg.crawlerResources()
+
+	command := []string{"crawl", "--config", "/tmp/crawl-config.json", "--redisStoreUrl", redisURL}
+	if cj.Spec.ProfileFilename != "" {
+		command = append(command, "--profile", "@profiles/"+cj.Spec.ProfileFilename)
+	}
+	env := []corev1.EnvVar{
+		{Name: "CRAWL_ID", Value: id},
+		{Name: "WEBHOOK_URL", Value: redisURL + "/crawls-done"},
+		{Name: "STORE_PATH", Value: cj.Spec.StoragePath},
+		{Name: "STORE_FILENAME", Value: cj.Spec.StoreFilename},
+		{Name: "STORE_USER", Value: cj.Spec.UserID},
+	}
+	if cfg.SocksProxyHost != "" {
+		env = append(env,
+			corev1.EnvVar{Name: "SOCKS_HOST", Value: cfg.SocksProxyHost},
+			corev1.EnvVar{Name: "SOCKS_PORT", Value: strconv.Itoa(cfg.SocksProxyPort)})
+	}
+	container := corev1.Container{
+		Name:            "crawler",
+		Image:           cfg.CrawlerImage,
+		ImagePullPolicy: corev1.PullPolicy(cfg.CrawlerPullPolicy),
+		Command:         command,
+		Env:             env,
+		EnvFrom: []corev1.EnvFromSource{
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cfg.SharedCrawlerConfigMap}}},
+			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "storage-" + storageName(cj)}}},
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "crawl-config", MountPath: "/tmp/crawl-config.json", SubPath: k8s.ConfigMapKey, ReadOnly: true},
+			{Name: "crawl-data", MountPath: "/crawls"},
+		},
+		Resources: corev1.ResourceRequirements{
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: mem.DeepCopy()},
+			Requests: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem},
+		},
+	}
+	if cfg.CrawlerLivenessPort != 0 {
+		container.LivenessProbe = &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: "/healthz", Port: intstr.FromInt32(int32(cfg.CrawlerLivenessPort))}},
+			InitialDelaySeconds: 15,
+			PeriodSeconds:       120,
+			FailureThreshold:    3,
+		}
+	}
+	grace := cfg.TerminationGraceSeconds
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       cj.Namespace,
+			Labels:          childLabels(cj, k8s.RoleCrawler, map[string]string{k8s.LabelInstance: strconv.Itoa(i)}),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(cj)},
+		},
+		Spec: corev1.PodSpec{
+			Hostname:                      name,
+			Subdomain:                     crawlerSubdomain,
+			PriorityClassName:             k8s.PriorityClassName(i),
+			RestartPolicy:                 corev1.RestartPolicyOnFailure,
+			TerminationGracePeriodSeconds: &grace,
+			Affinity:                      affinity(cfg.CrawlerNodeType, id),
+			Tolerations:                   tolerations(),
+			Volumes: []corev1.Volume{
+				{Name: "crawl-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: cj.Spec.ConfigMap}}}},
+				{Name: "crawl-data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+					ClaimName: name}}},
+			},
+			Containers: []corev1.Container{container},
+		},
+	}
+}
+
+// redisPod is the crawl's shared state store. Its data lives on its PVC
+// (append-only file), so the pod can be paused and recreated freely.
+func redisPod(cj *trawlerv1.CrawlJob, cfg Config) *corev1.Pod {
+	name := k8s.RedisName(cj.Spec.ID)
+	grace := int64(10)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       cj.Namespace,
+			Labels:          childLabels(cj, k8s.RoleRedis, nil),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(cj)},
+		},
+		Spec: corev1.PodSpec{
+			Hostname:                      name,
+			Subdomain:                     redisSubdomain,
+			TerminationGracePeriodSeconds: &grace,
+			Affinity:                      affinity(cfg.RedisNodeType, cj.Spec.ID),
+			Tolerations:                   tolerations(),
+			Volumes: []corev1.Volume{
+				{Name: "shared-redis-conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: cfg.RedisConfConfigMap},
+					Items:                []corev1.KeyToPath{{Key: "redis.conf", Path: "redis.conf"}}}}},
+				{Name: "redis-data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+					ClaimName: name}}},
+			},
+			Containers: []corev1.Container{{
+				Name:            "redis",
+				Image:           cfg.RedisImage,
+				ImagePullPolicy: corev1.PullPolicy(cfg.RedisPullPolicy),
+				Args:            []string{"/redis-conf/redis.conf", "--appendonly", "yes"},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "redis-data", MountPath: "/data"},
+					{Name: "shared-redis-conf", MountPath: "/redis-conf"},
+				},
+				Resources: corev1.ResourceRequirements{
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: cfg.RedisMemory.DeepCopy()},
+					Requests: corev1.ResourceList{corev1.ResourceCPU: cfg.RedisCPU.DeepCopy(), corev1.ResourceMemory: cfg.RedisMemory.DeepCopy()},
+				},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+					Exec: &corev1.ExecAction{Command: []string{"redis-cli", "ping"}}}},
+			}},
+		},
+	}
+}
+
+func storageName(cj *trawlerv1.CrawlJob) string {
+	if cj.Spec.StorageName == "" {
+		return "default"
+	}
+	return cj.Spec.StorageName
+}
+
+// affinity prefers nodes of the given type and keeps a crawl's pods in one
+// zone.
+func affinity(nodeType, crawlID string) *corev1.Affinity {
+	a := &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 2,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{k8s.LabelCrawl: crawlID}},
+				TopologyKey:   "topology.kubernetes.io/zone",
+			},
+		}},
+	}}
+	if nodeType != "" {
+		a.NodeAffinity = &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+			Weight: 1,
+			Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: "nodeType", Operator: corev1.NodeSelectorOpIn, Values: []string{nodeType}}}},
+		}}}
+	}
+	return a
+}
+
+// tolerations let crawl pods onto dedicated crawling nodes and keep them
+// five minutes on a node that stops answering.
+func tolerations() []corev1.Toleration {
+	five := int64(300)
+	return []corev1.Toleration{
+		{Key: "nodeType", Operator: corev1.TolerationOpEqual, Value: "crawling", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &five},
+		{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &five},
+	}
+}

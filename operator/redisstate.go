@@ -1,0 +1,70 @@
+package operator
+
+import (
+	"maps"
+	"time"
+)
+
+// redisState is what the per-crawl poller last learned from a crawl's
+// Redis, after recording files and errors in MongoDB. decide reads it; it
+// never talks to Redis itself.
+type redisState struct {
+	// Reachable is false when the last poll failed; Since is then when the
+	// failures began.
+	Reachable bool
+	Since     time.Time
+
+	// Statuses maps crawler instance (pod name) to its :status value.
+	Statuses map[string]string
+	// StopOne holds the instances whose :stopone field is set.
+	StopOne map[string]bool
+
+	PagesDone  int64
+	PagesFound int64
+	Size       int64
+
+	// PendingFiles counts crawls-done messages not yet recorded in MongoDB
+	// (MongoDB down, or a message that cannot be parsed yet).
+	PendingFiles int
+	// FilesAdded and FilesAddedSize are the crawl's recorded WACZ totals.
+	FilesAdded     int64
+	FilesAddedSize int64
+}
+
+// equal reports whether two states would lead to the same decisions; the
+// poller only wakes the controller when this is false.
+func (s *redisState) equal(o *redisState) bool {
+	if s == nil || o == nil {
+		return s == o
+	}
+	return s.Reachable == o.Reachable && s.PagesDone == o.PagesDone && s.PagesFound == o.PagesFound &&
+		s.Size == o.Size && s.PendingFiles == o.PendingFiles && s.FilesAdded == o.FilesAdded &&
+		s.FilesAddedSize == o.FilesAddedSize && maps.Equal(s.Statuses, o.Statuses) &&
+		maps.Equal(s.StopOne, o.StopOne) && (s.Reachable || s.Since.Equal(o.Since))
+}
+
+// redisControl is what the operator wants asserted in a crawl's Redis. The
+// poller writes it on every poll, so a crawler restarted in between, or a
+// Redis restarted without its data, still sees it.
+type redisControl struct {
+	// Stopping sets <id>:stopping (and the legacy crawl-stop) to "1".
+	Stopping bool
+	// StopOne maps instance name to whether its :stopone field should be
+	// set; instances not in the map are left alone.
+	StopOne map[string]bool
+	// Cleanup lists scaled-down instances whose :stopone and :status fields
+	// are removed, so a later scale-up starts them afresh.
+	Cleanup []string
+}
+
+func (c redisControl) equal(o redisControl) bool {
+	if c.Stopping != o.Stopping || !maps.Equal(c.StopOne, o.StopOne) || len(c.Cleanup) != len(o.Cleanup) {
+		return false
+	}
+	for i := range c.Cleanup {
+		if c.Cleanup[i] != o.Cleanup[i] {
+			return false
+		}
+	}
+	return true
+}

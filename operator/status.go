@@ -1,0 +1,148 @@
+package operator
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trawlerhq/trawler/k8s"
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// applyTransitionResult folds the store's answer to a state transition
+// into the status: the new state when it changed, else the document's
+// actual state (the document is the source of truth).
+func applyTransitionResult(st *trawlerv1.CrawlJobStatus, t *transition, res transitionResult, now time.Time) {
+	if res.Changed {
+		st.State = t.To
+		if t.Finished {
+			f := metav1.NewTime(now.Truncate(time.Second))
+			st.Finished = &f
+		}
+		if t.Stats != nil {
+			st.PagesFound, st.PagesDone, st.Size = t.Stats.Found, t.Stats.Done, t.Stats.Size
+			st.SizeHuman = humanSize(t.Stats.Size)
+		}
+		return
+	}
+	if res.State != "" {
+		st.State = res.State
+	}
+	if res.Finished != nil {
+		f := metav1.NewTime(res.Finished.Truncate(time.Second))
+		st.Finished = &f
+	} else if store.IsFinished(st.State) && st.Finished == nil {
+		f := metav1.NewTime(now.Truncate(time.Second))
+		st.Finished = &f
+	}
+}
+
+// transitionResult is the store's answer to a compare-and-set transition.
+type transitionResult struct {
+	Changed  bool
+	State    string
+	Finished *time.Time
+}
+
+// podStatuses describes each child pod, keyed "redis", "0", "1", ...:
+// phase, requests (with its PVC's storage), restarts and the last exit.
+func podStatuses(o observed) map[string]trawlerv1.PodStatus {
+	out := map[string]trawlerv1.PodStatus{}
+	id := o.Job.Spec.ID
+	if o.RedisPod != nil {
+		out["redis"] = podStatus(o.RedisPod, o.PVCs[k8s.RedisName(id)])
+	}
+	for i, p := range o.Crawlers {
+		out[strconv.Itoa(i)] = podStatus(p, o.PVCs[k8s.CrawlerName(id, i)])
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func podStatus(p *corev1.Pod, pvc *corev1.PersistentVolumeClaim) trawlerv1.PodStatus {
+	s := trawlerv1.PodStatus{Phase: string(p.Status.Phase)}
+	req := map[string]string{}
+	if len(p.Spec.Containers) > 0 {
+		for k, v := range p.Spec.Containers[0].Resources.Requests {
+			req[string(k)] = v.String()
+		}
+	}
+	if pvc != nil {
+		if v, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+			req["storage"] = v.String()
+		}
+	}
+	if len(req) > 0 {
+		s.Requests = req
+	}
+	if len(p.Status.ContainerStatuses) > 0 {
+		cs := p.Status.ContainerStatuses[0]
+		s.Restarts = cs.RestartCount
+		term := cs.State.Terminated
+		if term == nil {
+			term = cs.LastTerminationState.Terminated
+		}
+		if term != nil {
+			code := term.ExitCode
+			s.ExitCode = &code
+			s.Reason = term.Reason
+		}
+	}
+	return s
+}
+
+// setSpecCondition reports spec problems in the SpecValid condition.
+func setSpecCondition(st *trawlerv1.CrawlJobStatus, problems []string, now time.Time) {
+	if len(problems) == 0 {
+		setCondition(st, CondSpecValid, metav1.ConditionTrue, "Valid", "the spec is valid", now)
+		return
+	}
+	setCondition(st, CondSpecValid, metav1.ConditionFalse, "InvalidSpec", strings.Join(problems, "; "), now)
+}
+
+// setCondition sets a condition, moving its transition time only when its
+// status changes, so a steady crawl rewrites nothing.
+func setCondition(st *trawlerv1.CrawlJobStatus, typ string, status metav1.ConditionStatus, reason, msg string, now time.Time) {
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if c.Type != typ {
+			continue
+		}
+		if c.Status != status {
+			c.Status = status
+			c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
+		}
+		c.Reason, c.Message = reason, msg
+		return
+	}
+	st.Conditions = append(st.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: msg,
+		LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)),
+	})
+}
+
+// humanSize renders bytes in decimal units the way upstream's status did
+// ("0 Bytes", "1 Byte", "12.3 MB").
+func humanSize(n int64) string {
+	switch {
+	case n == 1:
+		return "1 Byte"
+	case n < 1000:
+		return fmt.Sprintf("%d Bytes", n)
+	}
+	f := float64(n)
+	for _, unit := range []string{"kB", "MB", "GB", "TB", "PB"} {
+		f /= 1000
+		if f < 1000 || unit == "PB" {
+			return fmt.Sprintf("%.1f %s", f, unit)
+		}
+	}
+	return ""
+}
