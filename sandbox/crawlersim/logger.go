@@ -1,0 +1,75 @@
+package crawlersim
+
+import (
+	"io"
+	"sync"
+	"time"
+)
+
+// Log levels, as the crawler names them.
+const (
+	levelDebug = "debug"
+	levelInfo  = "info"
+	levelWarn  = "warn"
+	levelError = "error"
+	levelFatal = "fatal"
+)
+
+// logger writes the crawler's JSON log lines to stdout and, once the crawl
+// state exists and --logErrorsToRedis is set, pushes error and fatal lines
+// to <id>:e.
+type logger struct {
+	mu      sync.Mutex
+	out     io.Writer
+	now     func() time.Time
+	debug   bool
+	toRedis func(line string)
+}
+
+func (l *logger) setRedisSink(sink func(line string)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.toRedis = sink
+}
+
+func (l *logger) log(level, context, message string, details map[string]any) {
+	if level == levelDebug && !l.debug {
+		return
+	}
+	if details == nil {
+		details = map[string]any{}
+	}
+	data, err := marshalJSON(logLine{Timestamp: isoTime(l.now()), LogLevel: level, Context: context, Message: message, Details: details})
+	if err != nil {
+		data, _ = marshalJSON(logLine{Timestamp: isoTime(l.now()), LogLevel: levelError, Context: "general",
+			Message: "unloggable details", Details: map[string]any{"message": message}})
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, _ = l.out.Write(append(data, '\n'))
+	if l.toRedis != nil && (level == levelError || level == levelFatal) {
+		l.toRedis(string(data))
+	}
+}
+
+func (l *logger) debugf(context, message string, details map[string]any) {
+	l.log(levelDebug, context, message, details)
+}
+
+func (l *logger) info(context, message string, details map[string]any) {
+	l.log(levelInfo, context, message, details)
+}
+
+func (l *logger) warn(context, message string, details map[string]any) {
+	l.log(levelWarn, context, message, details)
+}
+
+func (l *logger) error(context, message string, details map[string]any) {
+	l.log(levelError, context, message, details)
+}
+
+// exception renders an error the way the crawler renders a thrown
+// exception in log details.
+func exception(err error) map[string]any {
+	return map[string]any{"type": "exception", "message": err.Error(), "stack": "Error: " + err.Error()}
+}
