@@ -1,0 +1,263 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/trawlerhq/trawler/store"
+)
+
+// workflowParam loads the {cid} workflow of the current org (inactive ones
+// too). Unknown, malformed and other orgs' ids are all 404.
+func (s *Server) workflowParam(c echo.Context) (*store.CrawlConfig, error) {
+	raw := c.Param("cid")
+	cid, err := uuid.Parse(raw)
+	if err != nil {
+		return nil, crawlConfigNotFound(raw)
+	}
+	wf, err := s.store.GetCrawlConfig(c.Request().Context(), currentOrg(c).ID, cid)
+	if err != nil {
+		return nil, notFoundAs(err, "Crawl Config '"+raw+"' not found")
+	}
+	return wf, nil
+}
+
+// workflowsOut converts workflows with their users' names and the live
+// state of their running crawls.
+func (s *Server) workflowsOut(c echo.Context, wfs []store.CrawlConfig) ([]crawlConfigOut, error) {
+	ctx := c.Request().Context()
+	users, err := s.store.ListUsersByIDs(ctx, workflowUserIDs(wfs...))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]crawlConfigOut, len(wfs))
+	for i := range wfs {
+		var running *store.Crawl
+		if wf := &wfs[i]; wf.IsCrawlRunning && wf.LastCrawlID != nil {
+			running, err = s.store.GetCrawl(ctx, wf.OID, *wf.LastCrawlID)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, err
+			}
+			if running != nil && !store.IsActive(running.State) {
+				running = nil
+			}
+		}
+		out[i] = toCrawlConfigOut(&wfs[i], users, running)
+	}
+	return out, nil
+}
+
+func (s *Server) listCrawlConfigs(c echo.Context) error {
+	q := newQuery(c)
+	p := q.page()
+	f := store.CrawlConfigFilter{
+		CreatedBy: q.uuid("userid"), ModifiedBy: q.uuid("modifiedBy"),
+		FirstSeed: q.optStr("firstSeed"), Name: q.optStr("name"), Description: q.optStr("description"),
+		Tags: c.QueryParams()["tag"], Schedule: q.bool("schedule"),
+		SortBy: q.str("sortBy"), SortDirection: q.int("sortDirection", -1),
+		Paging: store.Paging{Page: p.Page, PageSize: p.PageSize},
+	}
+	if err := q.err(); err != nil {
+		return err
+	}
+	wfs, total, err := s.store.ListCrawlConfigs(c.Request().Context(), currentOrg(c).ID, f)
+	if err != nil {
+		return err
+	}
+	items, err := s.workflowsOut(c, wfs)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, newPageOut(items, int(total), p))
+}
+
+func (s *Server) getCrawlConfig(c echo.Context) error {
+	wf, err := s.workflowParam(c)
+	if err != nil {
+		return err
+	}
+	out, err := s.workflowsOut(c, []store.CrawlConfig{*wf})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out[0])
+}
+
+func (s *Server) createCrawlConfig(c echo.Context) error {
+	var in crawlConfigIn
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := in.validate(s.cfg.MaxCrawlScale); err != nil {
+		return err
+	}
+	if in.ProfileID != nil && *in.ProfileID != "" {
+		return badRequest("invalid_profile_id") // trawler has no browser profiles yet
+	}
+	ctx := c.Request().Context()
+	org, user := currentOrg(c), currentUser(c)
+	wf := toStoreCrawlConfig(&in, org.ID, user.ID, s.now())
+	if org.Quotas.MaxPagesPerCrawl > 0 {
+		wf.Config.Limit = org.Quotas.MaxPagesPerCrawl // upstream forces it, even below
+	}
+	if err := s.store.CreateCrawlConfig(ctx, wf); err != nil {
+		return err
+	}
+	s.notifyWorkflowsChanged()
+	out := crawlConfigAddedOut{Added: true, ID: wf.ID, StorageQuotaReached: storageQuotaReached(org)}
+	if in.RunNow != nil && *in.RunNow && !out.StorageQuotaReached {
+		id, err := s.startCrawl(ctx, org, wf, user.ID, true)
+		if err != nil {
+			return internal("Error starting crawl", err)
+		}
+		out.RunNowJob = &id
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) updateCrawlConfig(c echo.Context) error {
+	wf, err := s.workflowParam(c)
+	if err != nil {
+		return err
+	}
+	var in crawlConfigUpdateIn
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := in.validate(s.cfg.MaxCrawlScale); err != nil {
+		return err
+	}
+	if in.ProfileID.given() && in.ProfileID.Value != "" {
+		return badRequest("invalid_profile_id")
+	}
+	ch := diffWorkflow(&in, wf)
+	out := crawlConfigUpdatedOut{Updated: true, SettingsChanged: ch.settingsChanged, MetadataChanged: ch.metadataChanged}
+	if !ch.settingsChanged && !ch.metadataChanged {
+		return c.JSON(http.StatusOK, out)
+	}
+	if err := s.applyWorkflowChange(c, wf, ch); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// applyWorkflowChange writes a change (with a revision of the previous
+// settings when they changed) and tells the scheduler about new schedules.
+func (s *Server) applyWorkflowChange(c echo.Context, wf *store.CrawlConfig, ch workflowChange) error {
+	ch.update.Modified, ch.update.ModifiedBy = s.now(), currentUser(c).ID
+	var rev *store.ConfigRevision
+	if ch.settingsChanged {
+		rev = toRevision(wf)
+	}
+	_, err := s.store.UpdateCrawlConfig(c.Request().Context(), wf.OID, wf.ID, ch.update, rev)
+	if errors.Is(err, store.ErrNotFound) {
+		return badRequest("config_not_found") // deactivated meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	if ch.scheduleChanged {
+		s.notifyWorkflowsChanged()
+	}
+	return nil
+}
+
+// deleteCrawlConfig deletes a workflow that never ran and deactivates one
+// that did, so its crawls keep their workflow.
+func (s *Server) deleteCrawlConfig(c echo.Context) error {
+	wf, err := s.workflowParam(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	active, err := s.store.ActiveCrawls(ctx, wf.OID, wf.ID)
+	if err != nil {
+		return err
+	}
+	if len(active) > 0 {
+		return badRequest("crawl_running_cant_deactivate")
+	}
+	out := crawlConfigDeletedOut{Success: true, Status: "deleted"}
+	if wf.CrawlAttemptCount == 0 {
+		err = notFoundAs(s.store.DeleteCrawlConfig(ctx, wf.OID, wf.ID), "failed_to_delete")
+	} else {
+		out.Status = "deactivated"
+		err = notFoundAs(s.store.DeactivateCrawlConfig(ctx, wf.OID, wf.ID), "failed_to_deactivate")
+	}
+	if err != nil {
+		return err
+	}
+	s.notifyWorkflowsChanged()
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) listRevisions(c echo.Context) error {
+	q := newQuery(c)
+	p := q.page()
+	if err := q.err(); err != nil {
+		return err
+	}
+	wf, err := s.workflowParam(c)
+	if err != nil {
+		return err
+	}
+	revs, total, err := s.store.ListRevisions(c.Request().Context(), wf.ID, store.Paging{Page: p.Page, PageSize: p.PageSize})
+	if err != nil {
+		return err
+	}
+	items := make([]revisionOut, len(revs))
+	for i := range revs {
+		items[i] = toRevisionOut(&revs[i])
+	}
+	return c.JSON(http.StatusOK, newPageOut(items, int(total), p))
+}
+
+func (s *Server) crawlConfigTags(c echo.Context) error {
+	tags, err := s.store.CrawlConfigTags(c.Request().Context(), currentOrg(c).ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, nonNil(tags))
+}
+
+func (s *Server) crawlConfigSearchValues(c echo.Context) error {
+	sv, err := s.store.CrawlConfigSearchValues(c.Request().Context(), currentOrg(c).ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toCrawlConfigSearchOut(sv))
+}
+
+// runCrawlConfig starts a crawl of an active workflow that has none
+// running, unless the org's storage is full.
+func (s *Server) runCrawlConfig(c echo.Context) error {
+	wf, err := s.workflowParam(c)
+	if err != nil {
+		return err
+	}
+	if wf.Inactive {
+		return crawlConfigNotFound(c.Param("cid"))
+	}
+	unlock := s.lockWorkflow(wf.ID)
+	defer unlock()
+	ctx := c.Request().Context()
+	active, err := s.store.ActiveCrawls(ctx, wf.OID, wf.ID)
+	if err != nil {
+		return err
+	}
+	if len(active) > 0 {
+		return badRequest("crawl_already_running")
+	}
+	org := currentOrg(c)
+	if storageQuotaReached(org) {
+		return forbidden("storage_quota_reached")
+	}
+	id, err := s.startCrawl(ctx, org, wf, currentUser(c).ID, true)
+	if err != nil {
+		return internal("Error starting crawl", err)
+	}
+	return c.JSON(http.StatusOK, startedOut{Started: id})
+}

@@ -1,0 +1,319 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/trawlerhq/trawler/store"
+)
+
+// liveStatsTimeout bounds the Redis reads that freshen running crawls'
+// stats in a response; on timeout the stored stats are shown.
+const liveStatsTimeout = time.Second
+
+// crawlParam loads the {crawl_id} crawl of the current org; other orgs'
+// ids are not found. Only type "crawl" unless anyType (all-crawls).
+func (s *Server) crawlParam(c echo.Context, anyType bool, notFoundDetail string) (*store.Crawl, error) {
+	id := c.Param("crawl_id")
+	crawl, err := s.store.GetCrawl(c.Request().Context(), currentOrg(c).ID, id)
+	if err != nil {
+		return nil, notFoundAs(err, notFoundDetail)
+	}
+	if !anyType && crawl.Type != store.TypeCrawl && crawl.Type != "" {
+		return nil, notFound(notFoundDetail)
+	}
+	return crawl, nil
+}
+
+func crawlNotFoundID(id string) string { return "Crawl not found: " + id }
+
+// liveStats reads the Redis stats of the running crawls among crawls,
+// concurrently and within liveStatsTimeout; crawls whose Redis does not
+// answer keep their stored stats.
+func (s *Server) liveStats(ctx context.Context, crawls []store.Crawl) map[string]*store.CrawlStats {
+	ctx, cancel := context.WithTimeout(ctx, liveStatsTimeout)
+	defer cancel()
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		out = map[string]*store.CrawlStats{}
+	)
+	for _, c := range crawls {
+		if !store.IsRunning(c.State) {
+			continue
+		}
+		wg.Go(func() {
+			st, err := s.redis.stats(ctx, c.ID)
+			if err != nil {
+				s.log.Debug("live crawl stats unavailable", "crawl", c.ID, "err", err)
+				return
+			}
+			mu.Lock()
+			out[c.ID] = st
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// crawlsOut converts crawls with user names and live stats.
+func (s *Server) crawlsOut(ctx context.Context, crawls []store.Crawl) ([]crawlOut, error) {
+	users, err := s.store.ListUsersByIDs(ctx, crawlUserIDs(crawls...))
+	if err != nil {
+		return nil, err
+	}
+	live := s.liveStats(ctx, crawls)
+	out := make([]crawlOut, len(crawls))
+	for i := range crawls {
+		out[i] = toCrawlOut(&crawls[i], users, live[crawls[i].ID])
+	}
+	return out, nil
+}
+
+// crawlWithResources converts one crawl for replay.json.
+func (s *Server) crawlWithResources(ctx context.Context, crawl *store.Crawl) (crawlOutWithResources, error) {
+	users, err := s.store.ListUsersByIDs(ctx, []uuid.UUID{crawl.UserID})
+	if err != nil {
+		return crawlOutWithResources{}, err
+	}
+	live := s.liveStats(ctx, []store.Crawl{*crawl})
+	return toCrawlOutWithResources(crawl, users, live[crawl.ID], s.cfg.StorageAccessURL), nil
+}
+
+// crawlFilter reads the list filters shared by the crawl lists.
+func crawlFilter(q *query, p page) store.CrawlFilter {
+	f := store.CrawlFilter{
+		UserID: q.uuid("userid"), CID: q.uuid("cid"), FirstSeed: q.optStr("firstSeed"),
+		Name: q.optStr("name"), Description: q.optStr("description"),
+		CollectionID: q.uuid("collectionId"), SortBy: q.str("sortBy"),
+		SortDirection: q.int("sortDirection", -1), Paging: store.Paging{Page: p.Page, PageSize: p.PageSize},
+	}
+	// Unknown states are dropped, as upstream does.
+	for _, st := range strings.Split(q.str("state"), ",") {
+		if slices.Contains(store.AllStates, st) {
+			f.States = append(f.States, st)
+		}
+	}
+	return f
+}
+
+// listCrawlsWith runs a crawl list and writes the page.
+func (s *Server) listCrawlsWith(c echo.Context, oid uuid.UUID, f store.CrawlFilter, p page) error {
+	ctx := c.Request().Context()
+	crawls, total, err := s.store.ListCrawls(ctx, oid, f)
+	if err != nil {
+		return err
+	}
+	items, err := s.crawlsOut(ctx, crawls)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, newPageOut(items, int(total), p))
+}
+
+func (s *Server) listCrawls(c echo.Context) error {
+	q := newQuery(c)
+	p := q.page()
+	f := crawlFilter(q, p)
+	if err := q.err(); err != nil {
+		return err
+	}
+	return s.listCrawlsWith(c, currentOrg(c).ID, f, p)
+}
+
+// listAllOrgsCrawls is the superuser's view of every org's crawls,
+// running ones only unless runningOnly is false.
+func (s *Server) listAllOrgsCrawls(c echo.Context) error {
+	q := newQuery(c)
+	p := q.page()
+	f := crawlFilter(q, p)
+	runningOnly := q.bool("runningOnly")
+	if err := q.err(); err != nil {
+		return err
+	}
+	f.AllOrgs = true
+	if (runningOnly == nil || *runningOnly) && len(f.States) == 0 {
+		f.States = store.RunningAndStartingStates
+	}
+	return s.listCrawlsWith(c, uuid.Nil, f, p)
+}
+
+func (s *Server) getCrawl(c echo.Context) error {
+	crawl, err := s.crawlParam(c, false, detailCrawlNotFound)
+	if err != nil {
+		return err
+	}
+	out, err := s.crawlsOut(c.Request().Context(), []store.Crawl{*crawl})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out[0])
+}
+
+// anyCrawl loads a crawl of any org for the superuser routes.
+func (s *Server) anyCrawl(c echo.Context) (*store.Crawl, error) {
+	id := c.Param("crawl_id")
+	crawl, err := s.store.GetCrawlByID(c.Request().Context(), id)
+	if err != nil {
+		return nil, notFoundAs(err, crawlNotFoundID(id))
+	}
+	return crawl, nil
+}
+
+func (s *Server) getAnyCrawl(c echo.Context) error {
+	crawl, err := s.anyCrawl(c)
+	if err != nil {
+		return err
+	}
+	out, err := s.crawlsOut(c.Request().Context(), []store.Crawl{*crawl})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out[0])
+}
+
+func (s *Server) anyCrawlReplay(c echo.Context) error {
+	crawl, err := s.anyCrawl(c)
+	if err != nil {
+		return err
+	}
+	return s.writeReplay(c, crawl)
+}
+
+func (s *Server) writeReplay(c echo.Context, crawl *store.Crawl) error {
+	out, err := s.crawlWithResources(c.Request().Context(), crawl)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) crawlReplay(c echo.Context) error {
+	crawl, err := s.crawlParam(c, false, crawlNotFoundID(c.Param("crawl_id")))
+	if err != nil {
+		return err
+	}
+	return s.writeReplay(c, crawl)
+}
+
+// updateCrawl edits a crawl's metadata (PATCH on /crawls and /all-crawls;
+// the /crawls form does not reach uploads).
+func (s *Server) updateCrawl(c echo.Context) error {
+	anyType := strings.Contains(c.Path(), "/all-crawls/")
+	crawl, err := s.crawlParam(c, anyType, detailCrawlNotFound)
+	if err != nil {
+		return err
+	}
+	var in crawlUpdateIn
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := in.validate(); err != nil {
+		return err
+	}
+	if err := s.store.UpdateCrawl(c.Request().Context(), crawl.OID, crawl.ID, toStoreCrawlUpdate(&in)); err != nil {
+		return notFoundAs(err, detailCrawlNotFound)
+	}
+	return c.JSON(http.StatusOK, updatedOut{Updated: true})
+}
+
+func (s *Server) deleteCrawls(c echo.Context) error    { return s.deleteCrawlsOf(c, false) }
+func (s *Server) deleteAllCrawls(c echo.Context) error { return s.deleteCrawlsOf(c, true) }
+
+// deleteCrawlsOf deletes crawls the caller started (owners: any),
+// canceling those still running first, and reports how many went.
+func (s *Server) deleteCrawlsOf(c echo.Context, anyType bool) error {
+	var in deleteCrawlsIn
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	if in.CrawlIDs == nil {
+		return validationError{missingField("body", "crawl_ids")}
+	}
+	ctx, org, user := c.Request().Context(), currentOrg(c), currentUser(c)
+	ids := slices.Compact(slices.Sorted(slices.Values(in.CrawlIDs)))
+	for _, id := range ids {
+		crawl, err := s.store.GetCrawl(ctx, org.ID, id)
+		if err != nil {
+			return notFoundAs(err, crawlNotFoundID(id))
+		}
+		if !anyType && crawl.Type != store.TypeCrawl && crawl.Type != "" {
+			return notFound(crawlNotFoundID(id))
+		}
+		if crawl.UserID != user.ID && currentRole(c) < store.RoleOwner {
+			return forbidden(detailNotAllowed)
+		}
+		if store.IsActive(crawl.State) {
+			if err := s.cancel(ctx, crawl); err != nil {
+				return &apiError{status: http.StatusBadRequest, detail: "Error Stopping Crawl", cause: err}
+			}
+		}
+	}
+	res, err := s.store.DeleteCrawls(ctx, org.ID, ids)
+	if err != nil {
+		return notFoundAs(err, detailCrawlNotFound)
+	}
+	quota := storageQuotaReached(org)
+	if fresh, err := s.store.GetOrg(ctx, org.ID); err == nil {
+		quota = storageQuotaReached(fresh)
+	}
+	return c.JSON(http.StatusOK, deletedOut{Deleted: res.Deleted, StorageQuotaReached: quota})
+}
+
+// crawlErrors pages through the crawl's error lines, which the operator
+// copies from the crawl's Redis into MongoDB while it runs.
+func (s *Server) crawlErrors(c echo.Context) error {
+	q := newQuery(c)
+	p := q.page()
+	if err := q.err(); err != nil {
+		return err
+	}
+	crawl, err := s.crawlParam(c, false, detailCrawlNotFound)
+	if err != nil {
+		return err
+	}
+	lines, total, err := s.store.ListCrawlErrors(c.Request().Context(), crawl.ID, store.Paging{Page: p.Page, PageSize: p.PageSize})
+	if err != nil {
+		return err
+	}
+	items := make([]map[string]any, 0, len(lines))
+	for _, line := range lines {
+		var obj map[string]any
+		if json.Unmarshal([]byte(line), &obj) != nil {
+			obj = map[string]any{"message": line}
+		}
+		items = append(items, obj)
+	}
+	return c.JSON(http.StatusOK, newPageOut(items, int(total), p))
+}
+
+// crawlAccess lets nginx auth_request check that the caller may watch
+// the crawl.
+func (s *Server) crawlAccess(c echo.Context) error {
+	if _, err := s.crawlParam(c, false, detailCrawlNotFound); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, empty{})
+}
+
+// crawlLogs would merge the logs inside a finished crawl's WACZ files;
+// trawler does not read WACZ files yet, so the stream is empty.
+func (s *Server) crawlLogs(c echo.Context) error {
+	crawl, err := s.crawlParam(c, false, detailCrawlNotFound)
+	if err != nil {
+		return err
+	}
+	if !store.IsFinished(crawl.State) {
+		return badRequest("crawl_not_finished")
+	}
+	return c.Blob(http.StatusOK, "text/jsonl", nil)
+}

@@ -1,0 +1,158 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trawlerhq/trawler/k8s"
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// storeCleanupTimeout bounds store writes that must happen after the
+// request's context ended.
+const storeCleanupTimeout = 10 * time.Second
+
+// maxIDAttempts bounds the suffixes tried when a crawl id is taken (two
+// starts of one workflow in the same second).
+const maxIDAttempts = 5
+
+// storageQuotaReached reports a full org: bytes stored at or over a set
+// storage quota.
+func storageQuotaReached(o *store.Org) bool {
+	return o.Quotas.StorageQuota > 0 && o.BytesStored >= o.Quotas.StorageQuota
+}
+
+// crawlID is upstream's id: prefix, UTC start second and the workflow id's
+// first 12 hex digits, plus "-<n>" when that second is already taken.
+func crawlID(prefix string, wf *store.CrawlConfig, started string, attempt int) string {
+	id := fmt.Sprintf("%s-%s-%s", prefix, started, strings.ReplaceAll(wf.ID.String(), "-", "")[:12])
+	if attempt > 0 {
+		id += fmt.Sprintf("-%d", attempt+1)
+	}
+	return id
+}
+
+// startCrawl records a new crawl of wf and launches it. The crawl
+// document (state starting) is written first: it is the source of truth,
+// and a launch failure then marks it failed instead of leaving a CrawlJob
+// nobody knows about. The org's concurrency limit is the operator's
+// business (waiting_org_limit).
+func (s *Server) startCrawl(ctx context.Context, org *store.Org, wf *store.CrawlConfig, userID uuid.UUID, manual bool) (string, error) {
+	cfg := wf.Config
+	if org.Quotas.MaxPagesPerCrawl > 0 {
+		cfg.Limit = org.Quotas.MaxPagesPerCrawl
+	}
+	configJSON, err := crawlerConfigJSON(cfg)
+	if err != nil {
+		return "", fmt.Errorf("encoding crawl config: %w", err)
+	}
+	crawl := newCrawl(wf, cfg, userID, manual, s.now())
+	if err := s.insertCrawl(ctx, crawl, wf, manual); err != nil {
+		return "", err
+	}
+	req := k8s.CrawlRequest{Spec: s.crawlJobSpec(org, wf, crawl), ConfigJSON: configJSON}
+	if err := s.crawl.LaunchCrawl(ctx, req); err != nil {
+		s.failUnlaunched(crawl)
+		return "", fmt.Errorf("launching crawl %s: %w", crawl.ID, err)
+	}
+	return crawl.ID, nil
+}
+
+// newCrawl is the crawl document of a start (spec §5.7), id still unset.
+func newCrawl(wf *store.CrawlConfig, cfg store.RawCrawlConfig, userID uuid.UUID, manual bool, now time.Time) *store.Crawl {
+	return &store.Crawl{
+		Type: store.TypeCrawl, UserID: userID, OID: wf.OID, CID: wf.ID, CIDRev: wf.Rev, Name: wf.Name,
+		Started: now, State: store.StateStarting, Tags: slices.Clone(wf.Tags), Schedule: wf.Schedule,
+		JobType: wf.JobType, Config: cfg, CrawlTimeout: wf.CrawlTimeout, MaxCrawlSize: wf.MaxCrawlSize,
+		Scale: max(wf.Scale, 1), ProfileID: wf.ProfileID, Manual: manual,
+	}
+}
+
+// insertCrawl stores crawl under a fresh id, trying suffixes when the id
+// of this second is taken.
+func (s *Server) insertCrawl(ctx context.Context, crawl *store.Crawl, wf *store.CrawlConfig, manual bool) error {
+	prefix := "sched"
+	if manual {
+		prefix = "manual"
+	}
+	started := crawl.Started.Format("20060102150405")
+	for attempt := 0; ; attempt++ {
+		crawl.ID = crawlID(prefix, wf, started, attempt)
+		err := s.store.AddCrawl(ctx, crawl)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, store.ErrConflict) || attempt+1 == maxIDAttempts {
+			return fmt.Errorf("recording crawl: %w", err)
+		}
+	}
+}
+
+// crawlJobSpec is the CrawlJob of a recorded crawl.
+func (s *Server) crawlJobSpec(org *store.Org, wf *store.CrawlConfig, crawl *store.Crawl) trawlerv1.CrawlJobSpec {
+	storageName, storagePath := org.Storage.Name, org.Storage.Path
+	if org.Storage.Type != "" && org.Storage.Type != "default" {
+		storageName, storagePath = org.ID.String(), "" // custom storage: secret storage-<oid>
+	}
+	if storageName == "" {
+		storageName = s.cfg.DefaultStorageName
+	}
+	filename := wf.CrawlFilenameTemplate
+	if filename == "" {
+		filename = s.cfg.DefaultFilenameTemplate
+	}
+	return trawlerv1.CrawlJobSpec{
+		ID: crawl.ID, CID: wf.ID.String(), OID: org.ID.String(), UserID: crawl.UserID.String(),
+		Scale: int32(crawl.Scale), Manual: crawl.Manual, CrawlTimeout: crawl.CrawlTimeout,
+		MaxCrawlSize: crawl.MaxCrawlSize, ConfigMap: k8s.CrawlConfigMapName(crawl.ID),
+		StorageName: storageName, StoragePath: storagePath, StoreFilename: filename,
+	}
+}
+
+// failUnlaunched marks a crawl whose CrawlJob could not be created as
+// failed, so its workflow does not look busy forever. It runs even when
+// the request's context is gone.
+func (s *Server) failUnlaunched(crawl *store.Crawl) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeCleanupTimeout)
+	defer cancel()
+	finished := s.now()
+	_, _, err := s.store.SetCrawlState(ctx, crawl.ID, store.StateFailed, store.RunningAndStartingStates,
+		store.CrawlStateExtra{Finished: &finished})
+	if err == nil {
+		err = s.store.RecomputeWorkflowStats(ctx, crawl.CID)
+	}
+	if err != nil {
+		s.log.Error("marking unlaunched crawl failed", "crawl", crawl.ID, "err", err)
+	}
+}
+
+// workflowLocks serialises starts of one workflow within this process,
+// so two quick "run" calls cannot both see it idle.
+type workflowLocks struct {
+	mu    sync.Mutex
+	locks map[uuid.UUID]*sync.Mutex
+}
+
+// lockWorkflow locks workflow cid and returns the unlock function.
+func (s *Server) lockWorkflow(cid uuid.UUID) func() {
+	s.runLocks.mu.Lock()
+	if s.runLocks.locks == nil {
+		s.runLocks.locks = map[uuid.UUID]*sync.Mutex{}
+	}
+	l, ok := s.runLocks.locks[cid]
+	if !ok {
+		l = &sync.Mutex{}
+		s.runLocks.locks[cid] = l
+	}
+	s.runLocks.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}

@@ -1,0 +1,94 @@
+package api
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/trawlerhq/trawler/k8s"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// The interfaces below are what the API consumes, declared on the consumer
+// side (the store and the launcher satisfy them without knowing). Errors
+// are the store's vocabulary (store.ErrNotFound, ErrConflict, ...) and,
+// for the launcher, k8s.ErrCrawlJobNotFound.
+
+// UserStore reads and writes accounts.
+type UserStore interface {
+	CreateUser(ctx context.Context, u *store.User) error
+	GetUser(ctx context.Context, id uuid.UUID) (*store.User, error)
+	GetUserByEmail(ctx context.Context, email string) (*store.User, error)
+	UpdateUser(ctx context.Context, id uuid.UUID, upd store.UserUpdate) error
+	ListUsersByIDs(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]store.User, error)
+}
+
+// OrgStore reads and writes organisations, their members and quotas.
+type OrgStore interface {
+	CreateOrg(ctx context.Context, o *store.Org) error
+	GetOrg(ctx context.Context, id uuid.UUID) (*store.Org, error)
+	EnsureDefaultOrg(ctx context.Context, name string) (*store.Org, error)
+	ListOrgs(ctx context.Context, f store.OrgFilter) ([]store.Org, int64, error)
+	RenameOrg(ctx context.Context, id uuid.UUID, name string) error
+	SetOrgUserRole(ctx context.Context, id, uid uuid.UUID, role store.Role) error
+	RemoveOrgUser(ctx context.Context, id, uid uuid.UUID) error
+	SetOrgQuotas(ctx context.Context, id uuid.UUID, q store.OrgQuotas) error
+}
+
+// Store is every store capability the API uses.
+type Store interface {
+	UserStore
+	OrgStore
+	CrawlConfigStore
+	CrawlStore
+}
+
+// CrawlLauncher starts and controls crawls on Kubernetes by creating and
+// patching CrawlJobs; k8s.Launcher implements it. Methods other than
+// LaunchCrawl wrap k8s.ErrCrawlJobNotFound when the CrawlJob is gone.
+type CrawlLauncher interface {
+	// LaunchCrawl creates the crawl's ConfigMap and CrawlJob.
+	LaunchCrawl(ctx context.Context, req k8s.CrawlRequest) error
+	// StopCrawl asks for a graceful stop (spec.stopping).
+	StopCrawl(ctx context.Context, crawlID string) error
+	// ScaleCrawl sets the desired number of crawler instances.
+	ScaleCrawl(ctx context.Context, crawlID string, scale int32) error
+	// RestartCrawl replaces the crawl config and restarts the crawlers.
+	RestartCrawl(ctx context.Context, crawlID string, configJSON []byte) error
+	// CancelCrawl deletes the CrawlJob; the operator marks it canceled.
+	CancelCrawl(ctx context.Context, crawlID string) error
+}
+
+// CrawlConfigStore reads and writes workflows and their revisions.
+type CrawlConfigStore interface {
+	CreateCrawlConfig(ctx context.Context, c *store.CrawlConfig) error
+	GetCrawlConfig(ctx context.Context, oid, cid uuid.UUID) (*store.CrawlConfig, error)
+	ListCrawlConfigs(ctx context.Context, oid uuid.UUID, f store.CrawlConfigFilter) ([]store.CrawlConfig, int64, error)
+	UpdateCrawlConfig(ctx context.Context, oid, cid uuid.UUID, upd store.CrawlConfigUpdate, rev *store.ConfigRevision) (*store.CrawlConfig, error)
+	DeactivateCrawlConfig(ctx context.Context, oid, cid uuid.UUID) error
+	DeleteCrawlConfig(ctx context.Context, oid, cid uuid.UUID) error
+	ListScheduledCrawlConfigs(ctx context.Context) ([]store.CrawlConfig, error)
+	CrawlConfigTags(ctx context.Context, oid uuid.UUID) ([]string, error)
+	CrawlConfigSearchValues(ctx context.Context, oid uuid.UUID) (*store.SearchValues, error)
+	ListRevisions(ctx context.Context, cid uuid.UUID, p store.Paging) ([]store.ConfigRevision, int64, error)
+}
+
+// CrawlStore reads and writes crawl documents. The operator owns state
+// changes after starting; the API only cancels crawls whose CrawlJob is
+// gone.
+type CrawlStore interface {
+	AddCrawl(ctx context.Context, c *store.Crawl) error
+	GetCrawl(ctx context.Context, oid uuid.UUID, id string) (*store.Crawl, error)
+	GetCrawlByID(ctx context.Context, id string) (*store.Crawl, error)
+	ListCrawls(ctx context.Context, oid uuid.UUID, f store.CrawlFilter) ([]store.Crawl, int64, error)
+	ActiveCrawls(ctx context.Context, oid, cid uuid.UUID) ([]store.Crawl, error)
+	UpdateCrawl(ctx context.Context, oid uuid.UUID, id string, upd store.CrawlUpdate) error
+	SetCrawlStopping(ctx context.Context, oid uuid.UUID, id string, stopping bool) error
+	SetCrawlScale(ctx context.Context, oid uuid.UUID, id string, scale int) error
+	SetCrawlConfig(ctx context.Context, oid uuid.UUID, id string, cfg store.RawCrawlConfig) error
+	SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra store.CrawlStateExtra) (bool, *store.Crawl, error)
+	DeleteCrawls(ctx context.Context, oid uuid.UUID, ids []string) (*store.DeleteResult, error)
+	CrawlSearchValues(ctx context.Context, oid uuid.UUID, types []string) (*store.SearchValues, error)
+	ListCrawlErrors(ctx context.Context, crawlID string, p store.Paging) ([]string, int64, error)
+	RecomputeWorkflowStats(ctx context.Context, cid uuid.UUID) error
+}

@@ -1,0 +1,270 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+)
+
+// maxBodyBytes bounds request bodies; workflow configs are small.
+const maxBodyBytes = 4 << 20
+
+// timeLayout is upstream's datetime format: naive UTC, second precision.
+const timeLayout = "2006-01-02T15:04:05"
+
+// fmtTime formats t for the wire.
+func fmtTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// fmtTimePtr formats t, or returns nil (null) when unset.
+func fmtTimePtr(t *time.Time) *string {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	s := fmtTime(*t)
+	return &s
+}
+
+// Opt is a request field whose absence, explicit null and value differ:
+// PATCH bodies write explicit nulls but leave absent fields alone.
+type Opt[T any] struct {
+	Set   bool // the key was in the body
+	Null  bool // its value was null
+	Value T
+}
+
+// UnmarshalJSON is only called when the key is present.
+func (o *Opt[T]) UnmarshalJSON(data []byte) error {
+	o.Set = true
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		o.Null = true
+		return nil
+	}
+	return json.Unmarshal(data, &o.Value)
+}
+
+// ptr returns the value as a pointer (nil for an explicit null).
+func (o Opt[T]) ptr() *T {
+	if o.Null {
+		return nil
+	}
+	v := o.Value
+	return &v
+}
+
+// given reports a present, non-null value.
+func (o Opt[T]) given() bool { return o.Set && !o.Null }
+
+// decodeJSON reads the body into dst, turning malformed JSON and type
+// mismatches into 422s with the offending field's path.
+func decodeJSON(c echo.Context, dst any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &apiError{status: http.StatusRequestEntityTooLarge, detail: "Request Entity Too Large"}
+		}
+		return badRequest("invalid request body")
+	}
+	return unmarshalBody(body, dst)
+}
+
+// unmarshalBody is decodeJSON after the read; the fuzz targets call it.
+func unmarshalBody(body []byte, dst any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return validationError{missingField("body")}
+	}
+	err := json.Unmarshal(body, dst)
+	if err == nil {
+		return nil
+	}
+	var (
+		syn *json.SyntaxError
+		typ *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &syn):
+		return validationError{{Loc: []any{"body", syn.Offset}, Msg: "Expecting value", Type: "value_error.jsondecode"}}
+	case errors.As(err, &typ):
+		loc := []any{"body"}
+		if typ.Field != "" {
+			for _, f := range strings.Split(typ.Field, ".") {
+				loc = append(loc, f)
+			}
+		}
+		name := jsonTypeName(typ.Type.Kind().String())
+		return validationError{{Loc: loc, Msg: "value is not a valid " + name, Type: "type_error." + name}}
+	default:
+		return validationError{{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"}}
+	}
+}
+
+// jsonTypeName names a Go kind the way pydantic names the expected type.
+func jsonTypeName(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"):
+		return "integer"
+	case strings.HasPrefix(kind, "float"):
+		return "float"
+	case kind == "bool":
+		return "bool"
+	case kind == "string":
+		return "str"
+	case kind == "slice", kind == "array":
+		return "list"
+	default:
+		return "dict"
+	}
+}
+
+func missingField(loc ...any) fieldError {
+	return fieldError{Loc: loc, Msg: "field required", Type: "value_error.missing"}
+}
+
+// validator collects field errors so a 422 lists every problem at once.
+type validator struct{ errs validationError }
+
+func (v *validator) add(msg, typ string, loc ...any) {
+	v.errs = append(v.errs, fieldError{Loc: loc, Msg: msg, Type: typ})
+}
+
+func (v *validator) missing(loc ...any) { v.errs = append(v.errs, missingField(loc...)) }
+
+// between checks lo <= n <= hi with pydantic's messages.
+func (v *validator) between(n, lo, hi int64, loc ...any) {
+	switch {
+	case n < lo:
+		v.add(fmt.Sprintf("ensure this value is greater than or equal to %d", lo), "value_error.number.not_ge", loc...)
+	case n > hi:
+		v.add(fmt.Sprintf("ensure this value is less than or equal to %d", hi), "value_error.number.not_le", loc...)
+	}
+}
+
+// oneOf checks that s is one of the allowed enumeration values.
+func (v *validator) oneOf(s string, allowed []string, loc ...any) {
+	for _, a := range allowed {
+		if s == a {
+			return
+		}
+	}
+	quoted := make([]string, len(allowed))
+	for i, a := range allowed {
+		quoted[i] = "'" + a + "'"
+	}
+	v.add("value is not a valid enumeration member; permitted: "+strings.Join(quoted, ", "), "type_error.enum", loc...)
+}
+
+func (v *validator) err() error {
+	if len(v.errs) == 0 {
+		return nil
+	}
+	return v.errs
+}
+
+// page is the pagination of list routes: 1-based page, default size 1000.
+type page struct {
+	Page, PageSize int
+}
+
+func (p page) skip() int { return (p.Page - 1) * p.PageSize }
+
+// pageOut is upstream's paginated response.
+type pageOut[T any] struct {
+	Items    []T `json:"items"`
+	Total    int `json:"total"`
+	Page     int `json:"page"`
+	PageSize int `json:"pageSize"`
+}
+
+func newPageOut[T any](items []T, total int, p page) pageOut[T] {
+	if items == nil {
+		items = []T{}
+	}
+	return pageOut[T]{Items: items, Total: total, Page: p.Page, PageSize: p.PageSize}
+}
+
+// query reads typed query parameters, collecting 422 errors.
+type query struct {
+	c echo.Context
+	v validator
+}
+
+func newQuery(c echo.Context) *query { return &query{c: c} }
+
+func (q *query) str(name string) string { return q.c.QueryParam(name) }
+
+// optStr returns nil when the parameter is absent.
+func (q *query) optStr(name string) *string {
+	if !q.c.QueryParams().Has(name) {
+		return nil
+	}
+	s := q.c.QueryParam(name)
+	return &s
+}
+
+// uuid returns nil when the parameter is absent or empty.
+func (q *query) uuid(name string) *uuid.UUID {
+	raw := q.c.QueryParam(name)
+	if raw == "" {
+		return nil
+	}
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		q.v.add("value is not a valid uuid", "type_error.uuid", "query", name)
+		return nil
+	}
+	return &id
+}
+
+func (q *query) int(name string, def int) int {
+	raw := q.c.QueryParam(name)
+	if raw == "" {
+		return def
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil {
+		q.v.add("value is not a valid integer", "type_error.integer", "query", name)
+		return def
+	}
+	return n
+}
+
+// bool parses pydantic v1's boolean spellings; nil when absent.
+func (q *query) bool(name string) *bool {
+	raw := q.c.QueryParam(name)
+	if raw == "" {
+		return nil
+	}
+	var b bool
+	switch strings.ToLower(raw) {
+	case "1", "true", "yes", "on", "y", "t":
+		b = true
+	case "0", "false", "no", "off", "n", "f":
+		b = false
+	default:
+		q.v.add("value could not be parsed to a boolean", "type_error.bool", "query", name)
+		return nil
+	}
+	return &b
+}
+
+func (q *query) page() page {
+	p := page{Page: q.int("page", 1), PageSize: q.int("pageSize", 1000)}
+	if p.Page < 1 {
+		q.v.between(int64(p.Page), 1, 1<<31, "query", "page")
+	}
+	if p.PageSize < 1 {
+		q.v.between(int64(p.PageSize), 1, 1<<31, "query", "pageSize")
+	}
+	return p
+}
+
+func (q *query) err() error { return q.v.err() }

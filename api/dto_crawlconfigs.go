@@ -1,0 +1,234 @@
+package api
+
+import (
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/robfig/cron/v3"
+
+	"github.com/trawlerhq/trawler/store"
+)
+
+// crawlConfigIn is the body of POST /crawlconfigs.
+type crawlConfigIn struct {
+	Schedule              *string      `json:"schedule"`
+	RunNow                *bool        `json:"runNow"`
+	Config                *rawConfigIn `json:"config"`
+	Name                  *string      `json:"name"`
+	Description           *string      `json:"description"`
+	JobType               *string      `json:"jobType"`
+	ProfileID             *string      `json:"profileid"`
+	AutoAddCollections    []string     `json:"autoAddCollections"`
+	Tags                  []string     `json:"tags"`
+	CrawlTimeout          *int64       `json:"crawlTimeout"`
+	MaxCrawlSize          *int64       `json:"maxCrawlSize"`
+	Scale                 *int         `json:"scale"`
+	CrawlFilenameTemplate *string      `json:"crawlFilenameTemplate"`
+}
+
+// validate checks in against upstream's model; maxScale bounds scale.
+func (in *crawlConfigIn) validate(maxScale int) error {
+	var v validator
+	if in.Name == nil {
+		v.missing("body", "name")
+	}
+	if in.Config == nil {
+		v.missing("body", "config")
+	} else {
+		in.Config.validate(&v, "body", "config")
+	}
+	validateWorkflowSettings(&v, in.Schedule, in.JobType, in.Scale, in.CrawlTimeout, in.MaxCrawlSize, maxScale)
+	validateUUIDs(&v, in.AutoAddCollections, "body", "autoAddCollections")
+	return v.err()
+}
+
+// validateWorkflowSettings checks the fields create and PATCH share.
+func validateWorkflowSettings(v *validator, schedule, jobType *string, scale *int, timeout, size *int64, maxScale int) {
+	if schedule != nil && *schedule != "" {
+		if _, err := cronParser.Parse(*schedule); err != nil {
+			v.add("invalid cron schedule: "+err.Error(), "value_error.schedule", "body", "schedule")
+		}
+	}
+	if jobType != nil {
+		v.oneOf(*jobType, jobTypes, "body", "jobType")
+	}
+	if scale != nil {
+		v.between(int64(*scale), 1, int64(maxScale), "body", "scale")
+	}
+	if timeout != nil && *timeout < 0 {
+		v.between(*timeout, 0, 0, "body", "crawlTimeout")
+	}
+	if size != nil && *size < 0 {
+		v.between(*size, 0, 0, "body", "maxCrawlSize")
+	}
+}
+
+func validateUUIDs(v *validator, ids []string, loc ...any) {
+	for i, id := range ids {
+		if _, err := uuid.Parse(id); err != nil {
+			v.add("value is not a valid uuid", "type_error.uuid", append(append([]any{}, loc...), i)...)
+		}
+	}
+}
+
+// parseUUIDs converts validated UUID strings.
+func parseUUIDs(ids []string) []uuid.UUID {
+	out := make([]uuid.UUID, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, uuid.MustParse(id))
+	}
+	return out
+}
+
+// cronParser reads the standard five-field cron schedules upstream's
+// CronJobs took.
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// toStoreCrawlConfig builds a new workflow from a validated request.
+func toStoreCrawlConfig(in *crawlConfigIn, oid, by uuid.UUID, now time.Time) *store.CrawlConfig {
+	c := &store.CrawlConfig{
+		ID: uuid.New(), OID: oid, Name: in.Name, Description: in.Description,
+		Schedule: deref1(in.Schedule), JobType: "custom", Config: toStoreRawConfig(in.Config),
+		Tags: in.Tags, Scale: 1, AutoAddCollections: parseUUIDs(in.AutoAddCollections),
+		CrawlFilenameTemplate: deref1(in.CrawlFilenameTemplate),
+		Created:               now, CreatedBy: by, Modified: now, ModifiedBy: by,
+	}
+	if in.JobType != nil {
+		c.JobType = *in.JobType
+	}
+	if c.Tags == nil {
+		c.Tags = []string{}
+	}
+	if in.Scale != nil {
+		c.Scale = *in.Scale
+	}
+	if in.CrawlTimeout != nil {
+		c.CrawlTimeout = *in.CrawlTimeout
+	}
+	if in.MaxCrawlSize != nil {
+		c.MaxCrawlSize = *in.MaxCrawlSize
+	}
+	return c
+}
+
+// crawlConfigUpdateIn is the body of PATCH /crawlconfigs/{cid}. Every
+// field may be absent; an explicit null is written (as upstream does).
+type crawlConfigUpdateIn struct {
+	Name                  Opt[string]      `json:"name"`
+	Description           Opt[string]      `json:"description"`
+	Tags                  Opt[[]string]    `json:"tags"`
+	AutoAddCollections    Opt[[]string]    `json:"autoAddCollections"`
+	Schedule              Opt[string]      `json:"schedule"`
+	ProfileID             Opt[string]      `json:"profileid"`
+	CrawlTimeout          Opt[int64]       `json:"crawlTimeout"`
+	MaxCrawlSize          Opt[int64]       `json:"maxCrawlSize"`
+	Scale                 Opt[int]         `json:"scale"`
+	CrawlFilenameTemplate Opt[string]      `json:"crawlFilenameTemplate"`
+	Config                Opt[rawConfigIn] `json:"config"`
+}
+
+func (in *crawlConfigUpdateIn) validate(maxScale int) error {
+	var v validator
+	if in.Config.given() {
+		in.Config.Value.validate(&v, "body", "config")
+	}
+	validateWorkflowSettings(&v, in.Schedule.ptr(), nil, in.Scale.ptr(), in.CrawlTimeout.ptr(), in.MaxCrawlSize.ptr(), maxScale)
+	if in.Scale.Set && in.Scale.Null {
+		v.add("none is not an allowed value", "type_error.none.not_allowed", "body", "scale")
+	}
+	if in.Config.Set && in.Config.Null {
+		v.add("none is not an allowed value", "type_error.none.not_allowed", "body", "config")
+	}
+	validateUUIDs(&v, in.AutoAddCollections.Value, "body", "autoAddCollections")
+	return v.err()
+}
+
+// workflowChange is a PATCH turned into a store update plus what changed.
+type workflowChange struct {
+	update          store.CrawlConfigUpdate
+	settingsChanged bool
+	metadataChanged bool
+	scheduleChanged bool
+}
+
+// diffWorkflow compares a validated PATCH with the stored workflow the way
+// upstream does: null counts as "not given" for change detection but is
+// still written; tags compare in order, collections as sets.
+func diffWorkflow(in *crawlConfigUpdateIn, old *store.CrawlConfig) workflowChange {
+	var ch workflowChange
+	u := &ch.update
+	if in.Name.Set {
+		u.Name = store.Some(in.Name.ptr())
+		ch.metadataChanged = ch.metadataChanged || in.Name.given() && !eqPtr(in.Name.ptr(), old.Name)
+	}
+	if in.Description.Set {
+		u.Description = store.Some(in.Description.ptr())
+		ch.metadataChanged = ch.metadataChanged || in.Description.given() && !eqPtr(in.Description.ptr(), old.Description)
+	}
+	if in.Tags.Set {
+		tags := in.Tags.Value
+		if tags == nil {
+			tags = []string{}
+		}
+		u.Tags = store.Some(tags)
+		ch.metadataChanged = ch.metadataChanged || in.Tags.given() && !slices.Equal(tags, old.Tags)
+	}
+	if in.AutoAddCollections.Set {
+		ids := parseUUIDs(in.AutoAddCollections.Value)
+		u.AutoAddCollections = store.Some(ids)
+		ch.metadataChanged = ch.metadataChanged || in.AutoAddCollections.given() && !sameUUIDSet(ids, old.AutoAddCollections)
+	}
+	if in.Schedule.given() && in.Schedule.Value != old.Schedule {
+		u.Schedule = store.Some(in.Schedule.Value)
+		ch.settingsChanged, ch.scheduleChanged = true, true
+	}
+	if in.CrawlTimeout.given() && in.CrawlTimeout.Value != old.CrawlTimeout {
+		u.CrawlTimeout = store.Some(in.CrawlTimeout.Value)
+		ch.settingsChanged = true
+	}
+	if in.MaxCrawlSize.given() && in.MaxCrawlSize.Value != old.MaxCrawlSize {
+		u.MaxCrawlSize = store.Some(in.MaxCrawlSize.Value)
+		ch.settingsChanged = true
+	}
+	if in.Scale.given() && in.Scale.Value != old.Scale {
+		u.Scale = store.Some(in.Scale.Value)
+		ch.settingsChanged = true
+	}
+	if in.CrawlFilenameTemplate.given() && in.CrawlFilenameTemplate.Value != old.CrawlFilenameTemplate {
+		u.CrawlFilenameTemplate = store.Some(in.CrawlFilenameTemplate.Value)
+		ch.settingsChanged = true
+	}
+	if in.ProfileID.Set && (deref1(in.ProfileID.ptr()) == "") != (old.ProfileID == nil) {
+		u.ProfileID = store.Some[*uuid.UUID](nil)
+		ch.settingsChanged = true
+	}
+	if in.Config.given() {
+		cfg := toStoreRawConfig(&in.Config.Value)
+		if !sameConfig(cfg, old.Config) {
+			u.Config = store.Some(cfg)
+			ch.settingsChanged = true
+		}
+	}
+	return ch
+}
+
+func eqPtr(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func sameUUIDSet(a, b []uuid.UUID) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	sa, sb := slices.Clone(a), slices.Clone(b)
+	cmp := func(x, y uuid.UUID) int { return slices.Compare(x[:], y[:]) }
+	slices.SortFunc(sa, cmp)
+	slices.SortFunc(sb, cmp)
+	return slices.Equal(sa, sb)
+}
+
+// toRevision copies the settings of a workflow before they change.
+func toRevision(old *store.CrawlConfig) *store.ConfigRevision {
+	return &store.ConfigRevision{ID: uuid.New(), CID: old.ID, Schedule: old.Schedule, Config: old.Config,
+		ProfileID: old.ProfileID, CrawlTimeout: old.CrawlTimeout, MaxCrawlSize: old.MaxCrawlSize,
+		Scale: old.Scale, Modified: old.Modified, ModifiedBy: old.ModifiedBy, Rev: old.Rev}
+}

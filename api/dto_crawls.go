@@ -1,0 +1,191 @@
+package api
+
+import (
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/trawlerhq/trawler/store"
+)
+
+// statsOut are a crawl's page and size counters.
+type statsOut struct {
+	Found int64 `json:"found"`
+	Done  int64 `json:"done"`
+	Size  int64 `json:"size"`
+}
+
+// crawlOut is a crawl on the wire (upstream CrawlOut).
+type crawlOut struct {
+	ID            string       `json:"id"`
+	Type          string       `json:"type"`
+	UserID        uuid.UUID    `json:"userid"`
+	UserName      *string      `json:"userName"`
+	OID           uuid.UUID    `json:"oid"`
+	CID           uuid.UUID    `json:"cid"`
+	CIDRev        int          `json:"cid_rev"`
+	Name          *string      `json:"name"`
+	Description   *string      `json:"description"`
+	Started       string       `json:"started"`
+	Finished      *string      `json:"finished"`
+	State         string       `json:"state"`
+	Stats         *statsOut    `json:"stats"`
+	FileSize      int64        `json:"fileSize"`
+	FileCount     int          `json:"fileCount"`
+	Tags          []string     `json:"tags"`
+	Errors        []string     `json:"errors"` // always null, as upstream
+	CollectionIDs []uuid.UUID  `json:"collectionIds"`
+	Config        rawConfigOut `json:"config"`
+	FirstSeed     *string      `json:"firstSeed"`
+	SeedCount     int          `json:"seedCount"`
+	ProfileName   *string      `json:"profileName"`
+	Stopping      bool         `json:"stopping"`
+	Manual        bool         `json:"manual"`
+}
+
+// toCrawlOut converts a crawl; users resolves userName and live, when not
+// nil, replaces the stored stats of a running crawl.
+func toCrawlOut(c *store.Crawl, users map[uuid.UUID]store.User, live *store.CrawlStats) crawlOut {
+	typ := c.Type
+	if typ == "" {
+		typ = store.TypeCrawl
+	}
+	out := crawlOut{
+		ID: c.ID, Type: typ, UserID: c.UserID, UserName: userName(users, &c.UserID), OID: c.OID,
+		CID: c.CID, CIDRev: c.CIDRev, Name: c.Name, Description: c.Description,
+		Started: fmtTime(c.Started), Finished: fmtTimePtr(c.Finished), State: c.State,
+		FileSize: c.FileSize, FileCount: c.FileCount, Tags: nonNil(c.Tags),
+		CollectionIDs: nonNil(c.CollectionIDs), Config: toRawConfigOut(c.Config),
+		SeedCount: len(c.Config.Seeds), Stopping: c.Stopping, Manual: c.Manual,
+	}
+	if c.FirstSeed != "" {
+		out.FirstSeed = &c.FirstSeed
+	}
+	stats := c.Stats
+	if live != nil {
+		stats = live
+	}
+	if stats != nil {
+		out.Stats = &statsOut{Found: stats.Found, Done: stats.Done, Size: stats.Size}
+	}
+	return out
+}
+
+// resourceOut is one downloadable file of a crawl.
+type resourceOut struct {
+	Name    string `json:"name"`
+	Path    string `json:"path"`
+	Hash    string `json:"hash"`
+	Size    int64  `json:"size"`
+	CrawlID string `json:"crawlId"`
+}
+
+// collectionRefOut names a collection a crawl belongs to.
+type collectionRefOut struct {
+	ID   uuid.UUID `json:"id"`
+	Name string    `json:"name"`
+}
+
+// crawlOutWithResources is replay.json: the crawl and its files.
+type crawlOutWithResources struct {
+	crawlOut
+	Resources   []resourceOut      `json:"resources"`
+	Collections []collectionRefOut `json:"collections"`
+}
+
+// toCrawlOutWithResources adds the files; accessURL prefixes relative
+// file names (absolute URLs pass unchanged).
+func toCrawlOutWithResources(c *store.Crawl, users map[uuid.UUID]store.User, live *store.CrawlStats, accessURL string) crawlOutWithResources {
+	out := crawlOutWithResources{crawlOut: toCrawlOut(c, users, live),
+		Resources: make([]resourceOut, len(c.Files)), Collections: []collectionRefOut{}}
+	for i, f := range c.Files {
+		path := f.Filename
+		if f.PresignedURL != nil && *f.PresignedURL != "" {
+			path = *f.PresignedURL
+		} else if !strings.Contains(path, "://") && !strings.HasPrefix(path, "/") {
+			path = accessURL + path
+		}
+		name := f.Filename[strings.LastIndex(f.Filename, "/")+1:]
+		out.Resources[i] = resourceOut{Name: name, Path: path, Hash: f.Hash, Size: f.Size, CrawlID: c.ID}
+	}
+	return out
+}
+
+// crawlUserIDs are the users the crawls' userName fields name.
+func crawlUserIDs(cs ...store.Crawl) []uuid.UUID {
+	ids := make([]uuid.UUID, 0, len(cs))
+	for _, c := range cs {
+		ids = append(ids, c.UserID)
+	}
+	return ids
+}
+
+// crawlUpdateIn is PATCH /crawls/{id}: user-editable metadata.
+type crawlUpdateIn struct {
+	Name          Opt[string]   `json:"name"`
+	Description   Opt[string]   `json:"description"`
+	Tags          Opt[[]string] `json:"tags"`
+	CollectionIDs Opt[[]string] `json:"collectionIds"`
+}
+
+func (in *crawlUpdateIn) validate() error {
+	var v validator
+	validateUUIDs(&v, in.CollectionIDs.Value, "body", "collectionIds")
+	return v.err()
+}
+
+func toStoreCrawlUpdate(in *crawlUpdateIn) store.CrawlUpdate {
+	var u store.CrawlUpdate
+	if in.Name.Set {
+		u.Name = store.Some(in.Name.ptr())
+	}
+	if in.Description.Set {
+		u.Description = store.Some(in.Description.ptr())
+	}
+	if in.Tags.Set {
+		u.Tags = store.Some(nonNil(in.Tags.Value))
+	}
+	if in.CollectionIDs.Set {
+		u.CollectionIDs = store.Some(parseUUIDs(in.CollectionIDs.Value))
+	}
+	return u
+}
+
+// deleteCrawlsIn is POST /crawls/delete.
+type deleteCrawlsIn struct {
+	CrawlIDs []string `json:"crawl_ids"`
+}
+
+// scaleIn is POST /crawls/{id}/scale.
+type scaleIn struct {
+	Scale *int `json:"scale"`
+}
+
+// Response bodies of the crawl routes.
+type (
+	deletedOut struct {
+		Deleted             int  `json:"deleted"`
+		StorageQuotaReached bool `json:"storageQuotaReached"`
+	}
+	scaledOut struct {
+		Scaled int `json:"scaled"`
+	}
+	queueOut struct {
+		Total   int64    `json:"total"`
+		Results []string `json:"results"`
+		Matched []string `json:"matched"`
+	}
+	queueMatchOut struct {
+		Total   int64    `json:"total"`
+		Matched []string `json:"matched"`
+	}
+	exclusionAddedOut struct {
+		Success    bool `json:"success"`
+		NumRemoved int  `json:"num_removed"`
+	}
+	crawlSearchOut struct {
+		Names        []string `json:"names"`
+		Descriptions []string `json:"descriptions"`
+		FirstSeeds   []string `json:"firstSeeds"`
+	}
+)

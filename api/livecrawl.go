@@ -1,0 +1,221 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/trawlerhq/trawler/store"
+)
+
+// redisTimeout bounds each call to a crawl's Redis: a slow or gone Redis
+// must not hold up API requests.
+const redisTimeout = 2 * time.Second
+
+// queueScanBatch is how many queue entries one Redis call reads when the
+// whole queue is scanned.
+const queueScanBatch = 50
+
+// liveCrawls reads (and for exclusions edits) a running crawl's Redis,
+// the crawler's keys of crawler-protocol.md / spec §4.
+type liveCrawls struct {
+	namespace, clusterDomain string
+	dial                     func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func newLiveCrawls(ns, domain string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *liveCrawls {
+	return &liveCrawls{namespace: ns, clusterDomain: domain, dial: dial}
+}
+
+// url is the crawl's Redis, as the operator and crawler reach it.
+func (l *liveCrawls) url(crawlID string) string {
+	return fmt.Sprintf("redis://redis-%s.redis.%s.svc.%s/0", crawlID, l.namespace, l.clusterDomain)
+}
+
+// with runs fn on a short-lived client of the crawl's Redis.
+func (l *liveCrawls) with(ctx context.Context, crawlID string, fn func(ctx context.Context, r *redis.Client) error) error {
+	opts, err := redis.ParseURL(l.url(crawlID))
+	if err != nil {
+		return fmt.Errorf("parsing redis url: %w", err)
+	}
+	opts.Dialer, opts.MaxRetries, opts.PoolSize = l.dial, -1, 1
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = redisTimeout, redisTimeout, redisTimeout
+	r := redis.NewClient(opts)
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*redisTimeout)
+	defer cancel()
+	if err := fn(ctx, r); err != nil {
+		return fmt.Errorf("crawl %s redis: %w", crawlID, err)
+	}
+	return nil
+}
+
+// isWrongType reports a Redis WRONGTYPE reply: older crawlers keep some
+// keys as lists.
+func isWrongType(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") }
+
+// stats reads found, done and size as the operator does.
+func (l *liveCrawls) stats(ctx context.Context, crawlID string) (*store.CrawlStats, error) {
+	var st store.CrawlStats
+	err := l.with(ctx, crawlID, func(ctx context.Context, r *redis.Client) error {
+		var err error
+		if st.Found, err = r.SCard(ctx, crawlID+":s").Result(); err != nil {
+			return err
+		}
+		done, err := r.Get(ctx, crawlID+":d").Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+		case isWrongType(err):
+			if st.Done, err = r.LLen(ctx, crawlID+":d").Result(); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		default:
+			st.Done, _ = strconv.ParseInt(done, 10, 64)
+		}
+		sizes, err := r.HVals(ctx, crawlID+":size").Result()
+		if err != nil {
+			return err
+		}
+		for _, v := range sizes {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			st.Size += n
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// queuePage returns the queue's length and the entries [offset,
+// offset+count) in crawl order, as raw JSON members.
+func queuePage(ctx context.Context, r *redis.Client, crawlID string, offset, count int64) (int64, []string, error) {
+	key := crawlID + ":q"
+	total, err := r.ZCard(ctx, key).Result()
+	if isWrongType(err) {
+		// crawler <= 0.9 queue: a list consumed from the right.
+		if total, err = r.LLen(ctx, key).Result(); err != nil {
+			return 0, nil, err
+		}
+		items, err := r.LRange(ctx, key, -offset-count, -offset-1).Result()
+		for i, j := 0, len(items)-1; i < j; i, j = i+1, j-1 {
+			items[i], items[j] = items[j], items[i]
+		}
+		return total, items, err
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	items, err := r.ZRangeByScore(ctx, key, &redis.ZRangeBy{Min: "-inf", Max: "+inf", Offset: offset, Count: count}).Result()
+	return total, items, err
+}
+
+// memberURL is the url of a queue member.
+func memberURL(member string) string {
+	var m struct {
+		URL string `json:"url"`
+	}
+	if json.Unmarshal([]byte(member), &m) != nil {
+		return ""
+	}
+	return m.URL
+}
+
+// queue is GET /queue: a page of queued URLs and those matching re.
+func (l *liveCrawls) queue(ctx context.Context, crawlID string, offset, count int64, re *regexp.Regexp) (queueOut, error) {
+	out := queueOut{Results: []string{}, Matched: []string{}}
+	err := l.with(ctx, crawlID, func(ctx context.Context, r *redis.Client) error {
+		total, members, err := queuePage(ctx, r, crawlID, offset, count)
+		if err != nil {
+			return err
+		}
+		out.Total = total
+		for _, m := range members {
+			u := memberURL(m)
+			out.Results = append(out.Results, u)
+			if re != nil && re.MatchString(u) {
+				out.Matched = append(out.Matched, u)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// scanQueue calls fn for every queued member, a batch at a time.
+func scanQueue(ctx context.Context, r *redis.Client, crawlID string, fn func(member string) error) (int64, error) {
+	var total int64
+	for offset := int64(0); ; offset += queueScanBatch {
+		t, members, err := queuePage(ctx, r, crawlID, offset, queueScanBatch)
+		if err != nil {
+			return 0, err
+		}
+		total = t
+		for _, m := range members {
+			if err := fn(m); err != nil {
+				return 0, err
+			}
+		}
+		if len(members) < queueScanBatch {
+			return total, nil
+		}
+	}
+}
+
+// matchAll is GET /queueMatchAll: every queued URL matching re.
+func (l *liveCrawls) matchAll(ctx context.Context, crawlID string, re *regexp.Regexp) (queueMatchOut, error) {
+	out := queueMatchOut{Matched: []string{}}
+	err := l.with(ctx, crawlID, func(ctx context.Context, r *redis.Client) error {
+		var err error
+		out.Total, err = scanQueue(ctx, r, crawlID, func(m string) error {
+			if u := memberURL(m); re.MatchString(u) {
+				out.Matched = append(out.Matched, u)
+			}
+			return nil
+		})
+		return err
+	})
+	return out, err
+}
+
+// removeMatching drops queued URLs matching a new exclusion from the
+// queue and from the seen set, and returns how many it removed.
+func (l *liveCrawls) removeMatching(ctx context.Context, crawlID string, re *regexp.Regexp) (int, error) {
+	var matched []string
+	err := l.with(ctx, crawlID, func(ctx context.Context, r *redis.Client) error {
+		if _, err := scanQueue(ctx, r, crawlID, func(m string) error {
+			if re.MatchString(memberURL(m)) {
+				matched = append(matched, m)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		// Removing while scanning would shift the pages; remove after.
+		for _, m := range matched {
+			err := r.ZRem(ctx, crawlID+":q", m).Err()
+			if isWrongType(err) {
+				err = r.LRem(ctx, crawlID+":q", 1, m).Err()
+			}
+			if err != nil {
+				return err
+			}
+			if err := r.SRem(ctx, crawlID+":s", memberURL(m)).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return len(matched), err
+}

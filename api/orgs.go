@@ -1,0 +1,267 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/trawlerhq/trawler/store"
+)
+
+// loadOrg resolves {oid}, checks that the caller is a member (404 for
+// non-members, so org ids do not leak) and holds the role the route needs
+// (403 with upstream's detail), and stores org and role in the context.
+func (s *Server) loadOrg(a access) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			raw := c.Param("oid")
+			oid, err := uuid.Parse(raw)
+			if err != nil {
+				return orgNotFound(raw)
+			}
+			org, err := s.store.GetOrg(c.Request().Context(), oid)
+			if errors.Is(err, store.ErrNotFound) {
+				return orgNotFound(raw)
+			}
+			if err != nil {
+				return err
+			}
+			u := currentUser(c)
+			role := org.RoleOf(u)
+			switch {
+			case role < store.RoleViewer:
+				return orgNotFound(raw)
+			case a == accessOrgCrawler && role < store.RoleCrawler:
+				return forbidden(detailNoCrawlPermission)
+			case a == accessOrgOwner && role < store.RoleOwner:
+				return forbidden(detailNoOwnerPermission)
+			case a == accessOrgSuperuser && !u.IsSuperuser:
+				return forbidden(detailNotAllowed)
+			}
+			c.Set("org", org)
+			c.Set("role", role)
+			return next(c)
+		}
+	}
+}
+
+// currentOrg is the org of an /api/orgs/{oid}/... route.
+func currentOrg(c echo.Context) *store.Org { return c.Get("org").(*store.Org) }
+
+// currentRole is the caller's role in currentOrg (100 for superusers).
+func currentRole(c echo.Context) store.Role { return c.Get("role").(store.Role) }
+
+// orgOutFor serializes org for a caller with role, looking up member
+// names only when the caller may see them.
+func (s *Server) orgOutFor(c echo.Context, o *store.Org, role store.Role) (orgOut, error) {
+	var members map[uuid.UUID]store.User
+	if role >= store.RoleOwner && len(o.Users) > 0 {
+		ids := make([]uuid.UUID, 0, len(o.Users))
+		for id := range o.Users {
+			if uid, err := uuid.Parse(id); err == nil {
+				ids = append(ids, uid)
+			}
+		}
+		var err error
+		if members, err = s.store.ListUsersByIDs(c.Request().Context(), ids); err != nil {
+			return orgOut{}, err
+		}
+	}
+	return toOrgOut(o, role, members), nil
+}
+
+func (s *Server) listOrgs(c echo.Context) error {
+	q := newQuery(c)
+	p := q.page()
+	if err := q.err(); err != nil {
+		return err
+	}
+	u := currentUser(c)
+	f := store.OrgFilter{Paging: store.Paging{Page: p.Page, PageSize: p.PageSize}}
+	if !u.IsSuperuser {
+		f.Member = &u.ID
+	}
+	orgs, total, err := s.store.ListOrgs(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	items := make([]orgOut, len(orgs))
+	for i := range orgs {
+		if items[i], err = s.orgOutFor(c, &orgs[i], orgs[i].RoleOf(u)); err != nil {
+			return err
+		}
+	}
+	return c.JSON(http.StatusOK, newPageOut(items, int(total), p))
+}
+
+func (s *Server) getOrg(c echo.Context) error {
+	out, err := s.orgOutFor(c, currentOrg(c), currentRole(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) createOrg(c echo.Context) error {
+	var in orgCreateIn
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := validateOrgName(in.Name); err != nil {
+		return err
+	}
+	org := s.newOrg(*in.Name)
+	err := s.store.CreateOrg(c.Request().Context(), org)
+	if errors.Is(err, store.ErrConflict) {
+		detail := "already_exists"
+		return c.JSON(http.StatusOK, orgAddedOut{Added: false, Error: &detail})
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, orgAddedOut{ID: &org.ID, Added: true})
+}
+
+func (s *Server) renameOrg(c echo.Context) error {
+	var in orgRenameIn
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := validateOrgName(in.Name); err != nil {
+		return err
+	}
+	err := s.store.RenameOrg(c.Request().Context(), currentOrg(c).ID, *in.Name)
+	if errors.Is(err, store.ErrConflict) {
+		return badRequest("duplicate_org_name")
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, updatedOut{Updated: true})
+}
+
+// addOrgUser creates a verified user (an existing one is kept as is) and
+// gives them the role in this org only (upstream's side effect of making
+// them owner of the default org is not reproduced).
+func (s *Server) addOrgUser(c echo.Context) error {
+	var in addUserIn
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	var v validator
+	if in.Email == nil || !strings.Contains(*in.Email, "@") {
+		v.add("value is not a valid email address", "value_error.email", "body", "email")
+	}
+	if in.Password == nil {
+		v.missing("body", "password")
+	}
+	validateRole(&v, in.Role)
+	if err := v.err(); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	u, err := s.store.GetUserByEmail(ctx, *in.Email)
+	if errors.Is(err, store.ErrNotFound) {
+		u, err = s.createUser(c, *in.Email, *in.Password, deref1(in.Name))
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.store.SetOrgUserRole(ctx, currentOrg(c).ID, u.ID, *in.Role); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, addedOut{Added: true})
+}
+
+func (s *Server) createUser(c echo.Context, email, password, name string) (*store.User, error) {
+	hash, err := hashPassword(password)
+	if err != nil {
+		return nil, err
+	}
+	u := &store.User{ID: uuid.New(), Email: email, Name: name, HashedPassword: hash, IsActive: true, IsVerified: true}
+	if err := s.store.CreateUser(c.Request().Context(), u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// memberByEmail finds the user an org-membership request names.
+func (s *Server) memberByEmail(c echo.Context, email string) (*store.User, error) {
+	u, err := s.store.GetUserByEmail(c.Request().Context(), email)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, badRequest("No user found for specified e-mail")
+	}
+	return u, err
+}
+
+func (s *Server) setOrgUserRole(c echo.Context) error {
+	var in userRoleIn
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	var v validator
+	if in.Email == nil {
+		v.missing("body", "email")
+	}
+	validateRole(&v, in.Role)
+	if err := v.err(); err != nil {
+		return err
+	}
+	u, err := s.memberByEmail(c, *in.Email)
+	if err != nil {
+		return err
+	}
+	if err := s.store.SetOrgUserRole(c.Request().Context(), currentOrg(c).ID, u.ID, *in.Role); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, updatedOut{Updated: true})
+}
+
+func (s *Server) removeOrgUser(c echo.Context) error {
+	var in removeUserIn
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	if in.Email == nil {
+		return validationError{missingField("body", "email")}
+	}
+	u, err := s.memberByEmail(c, *in.Email)
+	if err != nil {
+		return err
+	}
+	org := currentOrg(c)
+	if org.Users[u.ID.String()] == store.RoleOwner && countOwners(org) == 1 {
+		return badRequest("Can't remove only owner from org")
+	}
+	if err := s.store.RemoveOrgUser(c.Request().Context(), org.ID, u.ID); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, removedOut{Removed: true})
+}
+
+func countOwners(o *store.Org) int {
+	n := 0
+	for _, r := range o.Users {
+		if r == store.RoleOwner {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Server) setOrgQuotas(c echo.Context) error {
+	var in quotasIn
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := in.validate(); err != nil {
+		return err
+	}
+	if err := s.store.SetOrgQuotas(c.Request().Context(), currentOrg(c).ID, toStoreQuotas(in)); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, updatedOut{Updated: true})
+}

@@ -1,0 +1,140 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+)
+
+// access is who may call a route. Org levels also require membership.
+type access int
+
+const (
+	accessPublic       access = iota // no token
+	accessUser                       // any signed-in user
+	accessSuperuser                  // superusers only (403 "Not Allowed")
+	accessOrgViewer                  // member of the org (404 otherwise)
+	accessOrgCrawler                 // member with role >= crawler
+	accessOrgOwner                   // member with role owner
+	accessOrgSuperuser               // org route that only superusers may use
+)
+
+// route is one registered endpoint and what the OpenAPI document says of
+// it. The same table registers the routes and generates the document.
+type route struct {
+	method, path string
+	access       access
+	handler      echo.HandlerFunc
+	summary      string
+	tag          string
+	in           any      // request body type (nil: none); form bodies use formIn
+	out          any      // 200 response body type
+	query        []string // query parameters
+}
+
+// formIn marks a form-encoded request body in the OpenAPI document.
+type formIn struct{ fields []string }
+
+// routes lists every endpoint. Paths are written without trailing slash;
+// the server accepts both forms.
+func (s *Server) routes() []route {
+	const (
+		get, post, patch, del = http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete
+		org                   = "/api/orgs/:oid"
+		cfg                   = org + "/crawlconfigs"
+		crawl                 = org + "/crawls"
+		all                   = org + "/all-crawls"
+	)
+	pageQ := []string{"page", "pageSize"}
+	crawlListQ := append([]string{"userid", "cid", "state", "firstSeed", "name", "description",
+		"collectionId", "sortBy", "sortDirection"}, pageQ...)
+	return []route{
+		{get, "/healthz", accessPublic, s.healthz, "Liveness", "health", nil, empty{}, nil},
+		{get, "/readyz", accessPublic, s.readyz, "Readiness (MongoDB reachable, ...)", "health", nil, empty{}, nil},
+		{get, "/api/openapi.json", accessPublic, s.openAPI, "This document", "meta", nil, nil, nil},
+		{get, "/api/settings", accessPublic, s.settings, "Public settings", "settings", nil, settingsOut{}, nil},
+
+		{post, "/api/auth/jwt/login", accessPublic, s.login, "Log in (OAuth2 password form)", "auth",
+			formIn{[]string{"username", "password", "grant_type", "scope", "client_id", "client_secret"}}, tokenOut{}, nil},
+		{post, "/api/auth/jwt/refresh", accessUser, s.refresh, "New token for the caller", "auth", nil, tokenOut{}, nil},
+		{post, "/api/auth/jwt/logout", accessUser, s.logout, "Log out (tokens are stateless)", "auth", nil, empty{}, nil},
+		{get, "/api/users/me", accessUser, s.me, "The caller", "users", nil, userOut{}, nil},
+		{get, "/api/users/me-with-orgs", accessUser, s.meWithOrgs, "The caller and their orgs", "users", nil, userWithOrgsOut{}, nil},
+
+		{get, "/api/orgs", accessUser, s.listOrgs, "Orgs of the caller (all for superusers)", "orgs", nil, pageOut[orgOut]{}, pageQ},
+		{post, "/api/orgs/create", accessSuperuser, s.createOrg, "Create an org", "orgs", orgCreateIn{}, orgAddedOut{}, nil},
+		{get, org, accessOrgViewer, s.getOrg, "One org", "orgs", nil, orgOut{}, nil},
+		{post, org + "/rename", accessOrgOwner, s.renameOrg, "Rename the org", "orgs", orgRenameIn{}, updatedOut{}, nil},
+		{post, org + "/add-user", accessOrgSuperuser, s.addOrgUser, "Create a user and add them with a role", "orgs", addUserIn{}, addedOut{}, nil},
+		{patch, org + "/user-role", accessOrgOwner, s.setOrgUserRole, "Change a member's role", "orgs", userRoleIn{}, updatedOut{}, nil},
+		{post, org + "/remove", accessOrgOwner, s.removeOrgUser, "Remove a member", "orgs", removeUserIn{}, removedOut{}, nil},
+		{post, org + "/quotas", accessOrgSuperuser, s.setOrgQuotas, "Set the org's quotas", "orgs", quotasIn{}, updatedOut{}, nil},
+
+		{get, cfg, accessOrgViewer, s.listCrawlConfigs, "List workflows", "crawlconfigs", nil, pageOut[crawlConfigOut]{},
+			append([]string{"userid", "modifiedBy", "firstSeed", "name", "description", "tag", "schedule", "sortBy", "sortDirection"}, pageQ...)},
+		{post, cfg, accessOrgCrawler, s.createCrawlConfig, "Create a workflow (and maybe run it)", "crawlconfigs", crawlConfigIn{}, crawlConfigAddedOut{}, nil},
+		{get, cfg + "/tags", accessOrgViewer, s.crawlConfigTags, "Distinct workflow tags", "crawlconfigs", nil, []string{}, nil},
+		{get, cfg + "/search-values", accessOrgViewer, s.crawlConfigSearchValues, "Values to search workflows by", "crawlconfigs", nil, crawlConfigSearchOut{}, nil},
+		{get, cfg + "/:cid", accessOrgViewer, s.getCrawlConfig, "One workflow", "crawlconfigs", nil, crawlConfigOut{}, nil},
+		{patch, cfg + "/:cid", accessOrgCrawler, s.updateCrawlConfig, "Update a workflow", "crawlconfigs", crawlConfigUpdateIn{}, crawlConfigUpdatedOut{}, nil},
+		{del, cfg + "/:cid", accessOrgCrawler, s.deleteCrawlConfig, "Delete (or deactivate) a workflow", "crawlconfigs", nil, crawlConfigDeletedOut{}, nil},
+		{get, cfg + "/:cid/revs", accessOrgViewer, s.listRevisions, "Earlier settings of a workflow", "crawlconfigs", nil, pageOut[revisionOut]{}, pageQ},
+		{post, cfg + "/:cid/run", accessOrgCrawler, s.runCrawlConfig, "Start a crawl of the workflow", "crawlconfigs", nil, startedOut{}, nil},
+
+		{get, crawl, accessOrgViewer, s.listCrawls, "List crawls", "crawls", nil, pageOut[crawlOut]{}, crawlListQ},
+		{post, crawl + "/delete", accessOrgCrawler, s.deleteCrawls, "Delete crawls (canceling running ones)", "crawls", deleteCrawlsIn{}, deletedOut{}, nil},
+		{get, crawl + "/:crawl_id", accessOrgViewer, s.getCrawl, "One crawl", "crawls", nil, crawlOut{}, nil},
+		{patch, crawl + "/:crawl_id", accessOrgCrawler, s.updateCrawl, "Update a crawl's metadata", "crawls", crawlUpdateIn{}, updatedOut{}, nil},
+		{get, crawl + "/:crawl_id/replay.json", accessOrgViewer, s.crawlReplay, "A crawl with its files", "crawls", nil, crawlOutWithResources{}, nil},
+		{post, crawl + "/:crawl_id/cancel", accessOrgCrawler, s.cancelCrawl, "Cancel a crawl now", "crawls", nil, successOut{}, nil},
+		{post, crawl + "/:crawl_id/stop", accessOrgCrawler, s.stopCrawl, "Stop a crawl gracefully", "crawls", nil, successOut{}, nil},
+		{post, crawl + "/:crawl_id/scale", accessOrgCrawler, s.scaleCrawl, "Change a crawl's scale", "crawls", scaleIn{}, scaledOut{}, nil},
+		{get, crawl + "/:crawl_id/errors", accessOrgCrawler, s.crawlErrors, "A crawl's errors", "crawls", nil, pageOut[map[string]any]{}, pageQ},
+		{get, crawl + "/:crawl_id/access", accessOrgCrawler, s.crawlAccess, "Check access to a crawl", "crawls", nil, empty{}, nil},
+		{get, crawl + "/:crawl_id/queue", accessOrgCrawler, s.crawlQueue, "A page of a running crawl's queue", "crawls", nil, queueOut{}, []string{"offset", "count", "regex"}},
+		{get, crawl + "/:crawl_id/queueMatchAll", accessOrgCrawler, s.crawlQueueMatchAll, "Queued URLs matching a regex", "crawls", nil, queueMatchOut{}, []string{"regex"}},
+		{post, crawl + "/:crawl_id/exclusions", accessOrgCrawler, s.addExclusion, "Add an exclusion to a running crawl", "crawls", nil, exclusionAddedOut{}, []string{"regex"}},
+		{del, crawl + "/:crawl_id/exclusions", accessOrgCrawler, s.removeExclusion, "Remove an exclusion", "crawls", nil, successOut{}, []string{"regex"}},
+		{get, crawl + "/:crawl_id/logs", accessOrgViewer, s.crawlLogs, "A finished crawl's logs (JSON lines)", "crawls", nil, nil, []string{"logLevel", "context"}},
+
+		{get, "/api/orgs/all/crawls", accessSuperuser, s.listAllOrgsCrawls, "Crawls of every org", "crawls", nil, pageOut[crawlOut]{},
+			append([]string{"runningOnly"}, crawlListQ...)},
+		{get, "/api/orgs/all/crawls/:crawl_id", accessSuperuser, s.getAnyCrawl, "Any org's crawl", "crawls", nil, crawlOut{}, nil},
+		{get, "/api/orgs/all/crawls/:crawl_id/replay.json", accessSuperuser, s.anyCrawlReplay, "Any org's crawl with files", "crawls", nil, crawlOutWithResources{}, nil},
+		{get, "/api/orgs/all/all-crawls/:crawl_id/replay.json", accessSuperuser, s.anyCrawlReplay, "Any org's crawl or upload with files", "all-crawls", nil, crawlOutWithResources{}, nil},
+
+		{get, all, accessOrgViewer, s.listAllCrawls, "List crawls and uploads", "all-crawls", nil, pageOut[crawlOut]{},
+			append([]string{"crawlType"}, crawlListQ...)},
+		{get, all + "/search-values", accessOrgViewer, s.allCrawlsSearchValues, "Values to search crawls by", "all-crawls", nil, crawlSearchOut{}, []string{"crawlType"}},
+		{post, all + "/delete", accessOrgCrawler, s.deleteAllCrawls, "Delete crawls or uploads", "all-crawls", deleteCrawlsIn{}, deletedOut{}, nil},
+		{get, all + "/:crawl_id", accessOrgCrawler, s.getAllCrawl, "One crawl or upload with files", "all-crawls", nil, crawlOutWithResources{}, nil},
+		{patch, all + "/:crawl_id", accessOrgCrawler, s.updateCrawl, "Update a crawl's or upload's metadata", "all-crawls", crawlUpdateIn{}, updatedOut{}, nil},
+		{get, all + "/:crawl_id/replay.json", accessOrgViewer, s.crawlReplayAny, "A crawl or upload with its files", "all-crawls", nil, crawlOutWithResources{}, nil},
+	}
+}
+
+// empty is the {} body.
+type empty struct{}
+
+// accessMiddleware is the auth and org checks a route's access needs.
+func (s *Server) accessMiddleware(a access) []echo.MiddlewareFunc {
+	switch a {
+	case accessPublic:
+		return nil
+	case accessUser:
+		return []echo.MiddlewareFunc{s.authenticate}
+	case accessSuperuser:
+		return []echo.MiddlewareFunc{s.authenticate, requireSuperuser}
+	default:
+		return []echo.MiddlewareFunc{s.authenticate, s.loadOrg(a)}
+	}
+}
+
+func requireSuperuser(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !currentUser(c).IsSuperuser {
+			return forbidden(detailNotAllowed)
+		}
+		return next(c)
+	}
+}

@@ -1,0 +1,184 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/robfig/cron/v3"
+
+	"github.com/trawlerhq/trawler/store"
+)
+
+// fireTimeout bounds the store and Kubernetes calls of one scheduled start.
+const fireTimeout = 30 * time.Second
+
+// Scheduler starts the crawls of workflows that have a cron schedule
+// (UTC). Only the elected leader runs it: main calls Start when this
+// replica gains the lease and Stop when it loses it. Each tick starts
+// exactly one crawl; ticks missed while no scheduler ran are not caught
+// up. It re-reads the schedules when a workflow changes in this process
+// (Reload) and every rescan interval (changes made through other
+// replicas).
+type Scheduler struct {
+	srv    *Server
+	rescan time.Duration
+	reload chan struct{}
+
+	mu      sync.Mutex
+	cron    *cron.Cron
+	entries map[uuid.UUID]scheduleEntry
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+type scheduleEntry struct {
+	spec string
+	id   cron.EntryID
+}
+
+func newScheduler(srv *Server, rescan time.Duration) *Scheduler {
+	return &Scheduler{srv: srv, rescan: rescan, reload: make(chan struct{}, 1)}
+}
+
+// Scheduler is the server's cron scheduler, for main to start and stop
+// with leadership.
+func (s *Server) Scheduler() *Scheduler { return s.scheduler }
+
+// Start loads the schedules and runs them until ctx ends or Stop. It
+// fails if the schedules cannot be read; starting twice is a no-op.
+func (sc *Scheduler) Start(ctx context.Context) error {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.cron != nil {
+		return nil
+	}
+	sc.cron = cron.New(cron.WithLocation(time.UTC), cron.WithParser(cronParser))
+	sc.entries = map[uuid.UUID]scheduleEntry{}
+	if err := sc.syncLocked(ctx); err != nil {
+		sc.cron = nil
+		return err
+	}
+	ctx, sc.stop = context.WithCancel(ctx)
+	sc.done = make(chan struct{})
+	sc.cron.Start()
+	go sc.loop(ctx, sc.cron, sc.done)
+	return nil
+}
+
+// Stop stops scheduling and waits for starts in progress to finish.
+func (sc *Scheduler) Stop() {
+	sc.mu.Lock()
+	c, stop, done := sc.cron, sc.stop, sc.done
+	sc.cron = nil
+	sc.mu.Unlock()
+	if c == nil {
+		return
+	}
+	stop()
+	<-done
+	<-c.Stop().Done()
+}
+
+// Reload asks a running scheduler to re-read the schedules soon; it
+// never blocks.
+func (sc *Scheduler) Reload() {
+	select {
+	case sc.reload <- struct{}{}:
+	default:
+	}
+}
+
+func (sc *Scheduler) loop(ctx context.Context, c *cron.Cron, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(sc.rescan)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sc.reload:
+		case <-t.C:
+		}
+		sc.mu.Lock()
+		var err error
+		if sc.cron == c {
+			err = sc.syncLocked(ctx)
+		}
+		sc.mu.Unlock()
+		if err != nil && ctx.Err() == nil {
+			sc.srv.log.Warn("reloading crawl schedules", "err", err)
+		}
+	}
+}
+
+// syncLocked makes the cron entries match the stored schedules.
+func (sc *Scheduler) syncLocked(ctx context.Context) error {
+	wfs, err := sc.srv.store.ListScheduledCrawlConfigs(ctx)
+	if err != nil {
+		return fmt.Errorf("listing scheduled workflows: %w", err)
+	}
+	want := make(map[uuid.UUID]store.CrawlConfig, len(wfs))
+	for _, wf := range wfs {
+		want[wf.ID] = wf
+	}
+	for cid, e := range sc.entries {
+		if wf, ok := want[cid]; !ok || wf.Schedule != e.spec {
+			sc.cron.Remove(e.id)
+			delete(sc.entries, cid)
+		}
+	}
+	for cid, wf := range want {
+		if _, ok := sc.entries[cid]; ok {
+			continue
+		}
+		oid := wf.OID
+		id, err := sc.cron.AddFunc(wf.Schedule, func() { sc.fire(oid, cid) })
+		if err != nil {
+			sc.srv.log.Warn("skipping invalid schedule", "workflow", cid, "schedule", wf.Schedule, "err", err)
+			continue
+		}
+		sc.entries[cid] = scheduleEntry{spec: wf.Schedule, id: id}
+	}
+	return nil
+}
+
+// fire starts one scheduled crawl of workflow cid, unless the workflow is
+// gone or unscheduled, or the org's storage is full (then no record is
+// written). An org at its concurrency limit still gets the crawl: the
+// operator keeps it waiting.
+func (sc *Scheduler) fire(oid, cid uuid.UUID) {
+	ctx, cancel := context.WithTimeout(context.Background(), fireTimeout)
+	defer cancel()
+	s := sc.srv
+	log := s.log.With("workflow", cid)
+	wf, err := s.store.GetCrawlConfig(ctx, oid, cid)
+	if errors.Is(err, store.ErrNotFound) || err == nil && (wf.Inactive || wf.Schedule == "") {
+		sc.Reload()
+		return
+	}
+	if err != nil {
+		log.Error("scheduled crawl: reading workflow", "err", err)
+		return
+	}
+	org, err := s.store.GetOrg(ctx, oid)
+	if err != nil {
+		log.Error("scheduled crawl: reading org", "err", err)
+		return
+	}
+	if storageQuotaReached(org) {
+		log.Info("scheduled crawl skipped: storage quota reached")
+		return
+	}
+	unlock := s.lockWorkflow(cid)
+	defer unlock()
+	id, err := s.startCrawl(ctx, org, wf, wf.ModifiedBy, false)
+	if err != nil {
+		log.Error("scheduled crawl: starting", "err", err)
+		return
+	}
+	log.Info("scheduled crawl started", "crawl", id)
+}

@@ -1,0 +1,221 @@
+// Package api is trawler's Browsertrix-compatible REST API: echo routes per
+// resource, JWT auth, org/role checks, request and response DTOs with named
+// converters to store types, the one error-to-HTTP mapping, the OpenAPI
+// document and the cron scheduler of workflows.
+//
+// Paths, JSON field names, nulls, status codes and detail strings follow the
+// Browsertrix API of ad9bca2 (shared/spec/upstream-behaviour.md §5), with the
+// upstream bugs of §8 fixed. The package imports only store and k8s; it
+// reaches them through the small interfaces in deps.go.
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"k8s.io/utils/clock"
+)
+
+// Config holds the API's settings; main reads them from flags and files.
+// Zero values get the defaults noted on each field.
+type Config struct {
+	// JWTSecret signs login tokens (HS256). Required.
+	JWTSecret []byte
+	// TokenLifetime is how long a login token is valid (default 1440 min).
+	TokenLifetime time.Duration
+	// MaxCrawlScale bounds workflow and crawl scale (default 3).
+	MaxCrawlScale int
+	// MaxPagesPerCrawl is reported by /api/settings (0 = no limit).
+	MaxPagesPerCrawl int
+	// DefaultFilenameTemplate names WACZ files of workflows that set none.
+	DefaultFilenameTemplate string
+	// CrawlerNamespace is where crawl Redis services live (default "crawlers").
+	CrawlerNamespace string
+	// ClusterDomain completes per-crawl Redis host names (default "cluster.local").
+	ClusterDomain string
+	// DefaultStorageName is the storage of orgs without their own
+	// (default "default").
+	DefaultStorageName string
+	// StorageAccessURL prefixes relative file names in replay.json
+	// resources (e.g. "/data/").
+	StorageAccessURL string
+
+	// SuperuserEmail and SuperuserPassword are the account Bootstrap creates
+	// or resets.
+	SuperuserEmail, SuperuserPassword string
+	// DefaultOrgName is the org Bootstrap creates (default "My Organization").
+	DefaultOrgName string
+
+	// RegistrationEnabled, DefaultBehaviorTimeSeconds and
+	// DefaultPageLoadTimeSeconds are reported by /api/settings.
+	RegistrationEnabled        bool
+	DefaultBehaviorTimeSeconds int
+	DefaultPageLoadTimeSeconds int
+
+	// ScheduleRescan is how often the scheduler re-reads the schedules of
+	// all workflows, catching changes made through other replicas
+	// (default 30 s).
+	ScheduleRescan time.Duration
+
+	// Logger receives request logs and 5xx details (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.TokenLifetime == 0 {
+		c.TokenLifetime = 1440 * time.Minute
+	}
+	if c.MaxCrawlScale == 0 {
+		c.MaxCrawlScale = 3
+	}
+	if c.DefaultFilenameTemplate == "" {
+		c.DefaultFilenameTemplate = "@ts-@hostsuffix.wacz"
+	}
+	if c.CrawlerNamespace == "" {
+		c.CrawlerNamespace = "crawlers"
+	}
+	if c.ClusterDomain == "" {
+		c.ClusterDomain = "cluster.local"
+	}
+	if c.DefaultStorageName == "" {
+		c.DefaultStorageName = "default"
+	}
+	if c.DefaultOrgName == "" {
+		c.DefaultOrgName = "My Organization"
+	}
+	if c.DefaultBehaviorTimeSeconds == 0 {
+		c.DefaultBehaviorTimeSeconds = 300
+	}
+	if c.DefaultPageLoadTimeSeconds == 0 {
+		c.DefaultPageLoadTimeSeconds = 120
+	}
+	if c.ScheduleRescan == 0 {
+		c.ScheduleRescan = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Deps are the collaborators the API consumes, declared here on the
+// consumer side; main passes the concrete store, launcher and clock.
+type Deps struct {
+	Store    Store
+	Launcher CrawlLauncher
+	// RedisDialer, when set, dials a running crawl's Redis instead of the
+	// network's resolver; tests pass the sandbox's. Nil in production.
+	RedisDialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Clock is the time source (default the real clock).
+	Clock clock.PassiveClock
+	// Ready reports whether the process can serve (/readyz); nil = ready.
+	Ready func(ctx context.Context) error
+}
+
+// Server is the REST API. Build it with New and serve Handler.
+type Server struct {
+	cfg   Config
+	store Store
+	crawl CrawlLauncher
+	clock clock.PassiveClock
+	redis *liveCrawls
+	ready func(ctx context.Context) error
+	log   *slog.Logger
+	echo  *echo.Echo
+
+	runLocks   workflowLocks
+	openAPIDoc openAPIDoc
+	scheduler  *Scheduler
+}
+
+// New builds the API server and registers every route.
+func New(cfg Config, deps Deps) *Server {
+	cfg.setDefaults()
+	if deps.Clock == nil {
+		deps.Clock = clock.RealClock{}
+	}
+	s := &Server{
+		cfg:   cfg,
+		store: deps.Store,
+		crawl: deps.Launcher,
+		clock: deps.Clock,
+		ready: deps.Ready,
+		log:   cfg.Logger,
+		redis: newLiveCrawls(cfg.CrawlerNamespace, cfg.ClusterDomain, deps.RedisDialer),
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	// Every route answers with or without a trailing slash, by rewriting
+	// the path before routing (no redirect: clients POST to both forms).
+	e.Pre(middleware.RemoveTrailingSlash())
+	e.Use(s.logRequests, s.recoverPanics)
+	s.echo = e
+	s.scheduler = newScheduler(s, cfg.ScheduleRescan)
+	for _, r := range s.routes() {
+		e.Add(r.method, r.path, r.handler, s.accessMiddleware(r.access)...)
+	}
+	return s
+}
+
+// Handler is the http.Handler serving the API, /healthz and /readyz.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// now is the current time at the second precision the API stores and
+// shows (upstream strips microseconds).
+func (s *Server) now() time.Time { return s.clock.Now().UTC().Truncate(time.Second) }
+
+// notifyWorkflowsChanged tells this process's scheduler that schedules
+// may differ (other replicas' schedulers notice on their next rescan).
+func (s *Server) notifyWorkflowsChanged() { s.scheduler.Reload() }
+
+func (s *Server) healthz(c echo.Context) error { return c.JSON(http.StatusOK, struct{}{}) }
+
+func (s *Server) readyz(c echo.Context) error {
+	if s.ready != nil {
+		if err := s.ready(c.Request().Context()); err != nil {
+			return c.JSON(http.StatusServiceUnavailable, map[string]string{"detail": err.Error()})
+		}
+	}
+	return c.JSON(http.StatusOK, struct{}{})
+}
+
+// logRequests logs one line per request; 5xx causes are logged by
+// handleError.
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err) // writes the response, so the status below is final
+		}
+		req := c.Request()
+		s.log.LogAttrs(req.Context(), slog.LevelDebug, "http request",
+			slog.String("method", req.Method),
+			slog.String("path", req.URL.Path),
+			slog.Int("status", c.Response().Status),
+			slog.Duration("duration", time.Since(start)))
+		return nil
+	}
+}
+
+// recoverPanics turns a handler panic into a 500 and keeps the server up.
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				err = fmt.Errorf("panic serving %s: %v\n%s", c.Path(), r, debug.Stack())
+			}
+		}()
+		return next(c)
+	}
+}
