@@ -1,0 +1,190 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// CrawlStore is what the operator needs from the crawl database. Every
+// method may be called again after a crash, so each must be idempotent;
+// *store.Mongo implements it.
+type CrawlStore interface {
+	// SetCrawlState is the compare-and-set of state transitions; it returns
+	// whether it changed the crawl and the crawl as stored afterwards.
+	SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra store.CrawlStateExtra) (bool, *store.Crawl, error)
+	// UpdateCrawlStats stores live stats unless the crawl has ended.
+	UpdateCrawlStats(ctx context.Context, crawlID string, s store.CrawlStats) (bool, error)
+	// AddCrawlFile records a WACZ at most once per filename.
+	AddCrawlFile(ctx context.Context, crawlID string, f store.CrawlFile) (store.FileResult, error)
+	// AddCrawlErrors records error lines seq, seq+1, ... at most once.
+	AddCrawlErrors(ctx context.Context, crawlID string, seq int64, lines []string) error
+	// SetCrawlPods replaces the per-pod view of the crawl.
+	SetCrawlPods(ctx context.Context, crawlID string, pods map[string]store.PodStatus) error
+	// RunPostCrawlTasks does the store's idempotent post-crawl work.
+	RunPostCrawlTasks(ctx context.Context, crawlID string) (*store.Crawl, error)
+	// GetCrawlByID returns a crawl in any org.
+	GetCrawlByID(ctx context.Context, id string) (*store.Crawl, error)
+	// GetOrg returns an org (for its concurrency quota).
+	GetOrg(ctx context.Context, id uuid.UUID) (*store.Org, error)
+}
+
+var _ CrawlStore = (*store.Mongo)(nil)
+
+// doneMessage is what a crawler pushes to crawls-done after uploading a
+// WACZ.
+type doneMessage struct {
+	ID        string `json:"id"`
+	User      string `json:"user"`
+	Filename  string `json:"filename"`
+	Hash      string `json:"hash"`
+	Size      int64  `json:"size"`
+	Completed *bool  `json:"completed"`
+}
+
+// ingester moves a crawl's finished files and error lines from its Redis
+// into the store at least once: read without popping, record
+// (idempotently), then remove. A crash between the steps only replays.
+type ingester struct {
+	store       CrawlStore
+	id          string
+	storagePath string
+	storageName string
+	timeout     time.Duration
+	log         *slog.Logger
+
+	// FilesAdded/FilesAddedSize are the recorded totals as the store last
+	// reported them.
+	filesAdded, filesAddedSize int64
+	totalsKnown                bool
+}
+
+func newIngester(cj *trawlerv1.CrawlJob, st CrawlStore, timeout time.Duration, log *slog.Logger) *ingester {
+	return &ingester{store: st, id: cj.Spec.ID, storagePath: cj.Spec.StoragePath, storageName: storageName(cj),
+		timeout: timeout, log: log, filesAdded: cj.Status.FilesAdded, filesAddedSize: cj.Status.FilesAddedSize}
+}
+
+// loadTotals reads the recorded file totals once, since the job status
+// may lag behind a file recorded just before a crash.
+func (in *ingester) loadTotals(ctx context.Context) error {
+	if in.totalsKnown {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, in.timeout)
+	defer cancel()
+	c, err := in.store.GetCrawlByID(ctx, in.id)
+	if errors.Is(err, store.ErrNotFound) {
+		in.totalsKnown = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading file totals: %w", err)
+	}
+	in.filesAdded, in.filesAddedSize, in.totalsKnown = int64(c.FileCount), c.FileSize, true
+	return nil
+}
+
+// files records the crawls-done messages of a snapshot and removes them
+// from Redis. It returns how many messages remain unrecorded.
+func (in *ingester) files(ctx context.Context, c *redis.Client, s snapshot) (int, error) {
+	if len(s.Done) == 0 {
+		return int(s.DoneLen), nil
+	}
+	if err := in.loadTotals(ctx); err != nil {
+		return int(s.DoneLen), err
+	}
+	var handled []string
+	var firstErr error
+	for _, raw := range s.Done {
+		if err := in.file(ctx, raw); err != nil {
+			firstErr = err
+			break
+		}
+		handled = append(handled, raw)
+	}
+	rctx, cancel := context.WithTimeout(ctx, in.timeout)
+	defer cancel()
+	if err := removeDone(rctx, c, handled); err != nil {
+		return int(s.DoneLen), err
+	}
+	return int(s.DoneLen) - len(handled), firstErr
+}
+
+func (in *ingester) file(ctx context.Context, raw string) error {
+	var m doneMessage
+	if err := json.Unmarshal([]byte(raw), &m); err != nil || m.Filename == "" {
+		// Nothing a retry could record: upstream skipped these too.
+		in.log.Warn("dropping unusable crawls-done message", "crawl", in.id, "message", raw)
+		return nil
+	}
+	f := store.CrawlFile{Filename: m.Filename, Hash: m.Hash, Size: m.Size}
+	if in.storagePath != "" {
+		// The crawler sends the full URL; keep it from the storage path on,
+		// relative to the default storage.
+		if i := strings.Index(m.Filename, in.storagePath); i > 0 {
+			f.Filename = m.Filename[i:]
+			name := in.storageName
+			f.DefStorageName = &name
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, in.timeout)
+	defer cancel()
+	res, err := in.store.AddCrawlFile(ctx, in.id, f)
+	if errors.Is(err, store.ErrNotFound) {
+		in.log.Warn("crawl document missing, file not recorded", "crawl", in.id, "file", f.Filename)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("recording file %s: %w", f.Filename, err)
+	}
+	in.filesAdded, in.filesAddedSize, in.totalsKnown = int64(res.FileCount), res.FileSize, true
+	return nil
+}
+
+// errors records the snapshot's oldest error lines and trims them.
+func (in *ingester) errorLines(ctx context.Context, c *redis.Client, s snapshot) error {
+	if len(s.Errors) == 0 {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, in.timeout)
+	err := in.store.AddCrawlErrors(sctx, in.id, s.ErrorSeq, s.Errors)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("recording %d error lines: %w", len(s.Errors), err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, in.timeout)
+	defer cancel()
+	return trimErrors(rctx, c, in.id, s.ErrorSeq, len(s.Errors))
+}
+
+// drain records everything left in a crawl's Redis, for the post-crawl
+// tasks. It gives up when Redis stays unreachable past ctx.
+func (in *ingester) drain(ctx context.Context, c *redis.Client) error {
+	for {
+		rctx, cancel := context.WithTimeout(ctx, in.timeout)
+		s, err := readAndControl(rctx, c, in.id, redisControl{})
+		cancel()
+		if err != nil {
+			return err
+		}
+		if len(s.Done) == 0 && len(s.Errors) == 0 {
+			return nil
+		}
+		if _, err := in.files(ctx, c, s); err != nil {
+			return err
+		}
+		if err := in.errorLines(ctx, c, s); err != nil {
+			return err
+		}
+	}
+}

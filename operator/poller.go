@@ -1,0 +1,247 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"k8s.io/utils/clock"
+
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// pollers runs one poller per crawl whose Redis should be read. Sync only
+// talks to it through non-blocking calls.
+type pollers struct {
+	cfg    Config
+	store  CrawlStore
+	clock  clock.PassiveClock
+	log    *slog.Logger
+	notify func(key string)
+
+	mu sync.Mutex
+	m  map[string]*poller // by crawl id
+}
+
+func newPollers(cfg Config, st CrawlStore, clk clock.PassiveClock, log *slog.Logger, notify func(string)) *pollers {
+	return &pollers{cfg: cfg, store: st, clock: clk, log: log, notify: notify, m: map[string]*poller{}}
+}
+
+// ensure starts the crawl's poller if needed and sets what it should
+// assert. It returns the poller's last state (nil before the first poll).
+func (ps *pollers) ensure(ctx context.Context, key string, cj *trawlerv1.CrawlJob, ctl redisControl) *redisState {
+	ps.mu.Lock()
+	p := ps.m[cj.Spec.ID]
+	if p == nil {
+		client, err := newRedisClient(ps.cfg, cj.Spec.ID)
+		if err != nil {
+			ps.mu.Unlock()
+			ps.log.Error("cannot poll crawl redis", "crawl", cj.Spec.ID, "err", err)
+			return &redisState{Since: ps.clock.Now()}
+		}
+		pctx, cancel := context.WithCancel(ctx)
+		p = &poller{ps: ps, key: key, id: cj.Spec.ID, client: client, cancel: cancel, kick: make(chan struct{}, 1),
+			in: newIngester(cj, ps.store, ps.cfg.StoreTimeout, ps.log), done: make(chan struct{})}
+		ps.m[cj.Spec.ID] = p
+		go p.run(pctx)
+	}
+	ps.mu.Unlock()
+	return p.setControl(ctl)
+}
+
+// get returns the last state of a crawl's poller, nil if none runs.
+func (ps *pollers) get(id string) *redisState {
+	ps.mu.Lock()
+	p := ps.m[id]
+	ps.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state
+}
+
+// stop ends a crawl's poller and waits until it is gone, so nothing polls
+// (or ingests) concurrently with the post-crawl tasks.
+func (ps *pollers) stop(id string) {
+	ps.mu.Lock()
+	p := ps.m[id]
+	delete(ps.m, id)
+	ps.mu.Unlock()
+	if p != nil {
+		p.cancel()
+		<-p.done
+	}
+}
+
+// stopAll ends every poller (operator shutdown or lost leadership).
+func (ps *pollers) stopAll() {
+	ps.mu.Lock()
+	ids := make([]string, 0, len(ps.m))
+	for id := range ps.m {
+		ids = append(ids, id)
+	}
+	ps.mu.Unlock()
+	for _, id := range ids {
+		ps.stop(id)
+	}
+}
+
+// poller reads one crawl's Redis on a short timer, records its files,
+// errors and stats, and wakes the controller only when something that
+// matters changed.
+type poller struct {
+	ps     *pollers
+	key    string
+	id     string
+	client *redis.Client
+	in     *ingester
+	cancel context.CancelFunc
+	kick   chan struct{}
+	done   chan struct{}
+
+	mu    sync.Mutex
+	ctl   redisControl
+	state *redisState
+
+	failures    int
+	storeRetry  time.Time
+	storeFails  int
+	statsStored *store.CrawlStats
+}
+
+func (p *poller) setControl(ctl redisControl) *redisState {
+	p.mu.Lock()
+	changed := !p.ctl.equal(ctl)
+	p.ctl = ctl
+	st := p.state
+	p.mu.Unlock()
+	if changed {
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
+	}
+	return st
+}
+
+func (p *poller) run(ctx context.Context) {
+	defer close(p.done)
+	defer p.client.Close()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-p.kick:
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+		}
+		timer.Reset(p.pollOnce(ctx))
+	}
+}
+
+// pollOnce does one round and returns the delay until the next: the poll
+// interval, or a growing backoff while Redis fails.
+func (p *poller) pollOnce(ctx context.Context) time.Duration {
+	cfg := p.ps.cfg
+	p.mu.Lock()
+	ctl := p.ctl
+	p.mu.Unlock()
+
+	rctx, cancel := context.WithTimeout(ctx, cfg.RedisTimeout)
+	s, err := readAndControl(rctx, p.client, p.id, ctl)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return cfg.RedisPollInterval
+		}
+		p.failures++
+		p.publish(func(prev *redisState) *redisState {
+			if prev != nil && !prev.Reachable {
+				return prev
+			}
+			return &redisState{Since: p.ps.clock.Now()}
+		})
+		return backoff(cfg.RedisPollInterval, p.failures, 5*time.Second)
+	}
+	p.failures = 0
+
+	pending := p.record(ctx, s)
+	p.publish(func(*redisState) *redisState {
+		return &redisState{
+			Reachable: true, Since: p.ps.clock.Now(), Statuses: s.Statuses, StopOne: s.StopOne,
+			PagesDone: s.PagesDone, PagesFound: s.PagesFound, Size: s.Size,
+			PendingFiles: pending, FilesAdded: p.in.filesAdded, FilesAddedSize: p.in.filesAddedSize,
+		}
+	})
+	return cfg.RedisPollInterval
+}
+
+// record writes files, errors and changed stats to the store, backing off
+// while the store fails. It returns the number of unrecorded files.
+func (p *poller) record(ctx context.Context, s snapshot) int {
+	if p.ps.clock.Now().Before(p.storeRetry) {
+		return int(s.DoneLen)
+	}
+	pending, err := p.in.files(ctx, p.client, s)
+	if err == nil {
+		err = p.in.errorLines(ctx, p.client, s)
+	}
+	stats := store.CrawlStats{Found: s.PagesFound, Done: s.PagesDone, Size: s.Size}
+	if err == nil && (p.statsStored == nil || *p.statsStored != stats) {
+		sctx, cancel := context.WithTimeout(ctx, p.ps.cfg.StoreTimeout)
+		_, err = p.ps.store.UpdateCrawlStats(sctx, p.id, stats)
+		cancel()
+		if errors.Is(err, store.ErrNotFound) {
+			err = nil // a deleted crawl: nothing to keep up to date
+		}
+		if err == nil {
+			p.statsStored = &stats
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		p.storeFails++
+		delay := backoff(500*time.Millisecond, p.storeFails, 10*time.Second)
+		p.storeRetry = p.ps.clock.Now().Add(delay)
+		p.ps.log.Warn("recording crawl progress failed, will retry", "crawl", p.id, "in", delay, "err", err)
+	} else {
+		p.storeFails = 0
+	}
+	return pending
+}
+
+// publish replaces the state and wakes the controller if it changed.
+func (p *poller) publish(next func(prev *redisState) *redisState) {
+	p.mu.Lock()
+	prev := p.state
+	st := next(prev)
+	changed := !st.equal(prev)
+	if changed {
+		p.state = st
+	}
+	p.mu.Unlock()
+	if changed {
+		p.ps.notify(p.key)
+	}
+}
+
+// backoff doubles base per failure beyond the first, up to limit.
+func backoff(base time.Duration, failures int, limit time.Duration) time.Duration {
+	d := base
+	for i := 1; i < failures && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}

@@ -1,0 +1,225 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"k8s.io/utils/clock"
+
+	"github.com/trawlerhq/trawler/sandbox"
+)
+
+// testRedis starts a redis-server for one test and returns a config
+// whose dialer sends every crawl's Redis URL to it, plus a client.
+func testRedis(t *testing.T) (*sandbox.Redis, Config, *redis.Client) {
+	t.Helper()
+	r, err := sandbox.StartRedis(context.Background(), t.TempDir())
+	if err != nil {
+		t.Skipf("no redis-server: %v", err)
+	}
+	t.Cleanup(func() { _ = r.Stop(5 * time.Second) })
+	cfg := testConfig()
+	cfg.RedisPollInterval = 50 * time.Millisecond
+	cfg.RedisTimeout = 300 * time.Millisecond
+	cfg.RedisDialer = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, r.Addr())
+	}
+	c := redis.NewClient(&redis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { c.Close() })
+	return r, cfg, c
+}
+
+func doneMsg(file string, size int64) string {
+	b, _ := json.Marshal(doneMessage{ID: testID, User: "user1", Filename: file, Hash: "abc", Size: size})
+	return string(b)
+}
+
+func TestReadAndControl(t *testing.T) {
+	_, cfg, c := testRedis(t)
+	ctx := context.Background()
+	k := crawlKeys(testID)
+	c.HSet(ctx, k.key("status"), name(0), "running", name(1), "done", name(2), "done")
+	c.HSet(ctx, k.key("stopone"), name(1), "1", name(2), "1")
+	c.Set(ctx, k.key("d"), "7", 0)
+	c.SAdd(ctx, k.key("s"), "a", "b", "c", "d", "e", "f", "g", "h")
+	c.HSet(ctx, k.key("size"), name(0), "1000", name(1), "234")
+	c.RPush(ctx, keyCrawlsDone, "m1", "m2")
+	c.LPush(ctx, k.key("e"), "e1", "e2", "e3") // e3 is the newest
+
+	client, err := newRedisClient(cfg, testID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctl := redisControl{Stopping: true, StopOne: map[string]bool{name(0): true, name(1): false}, Cleanup: []string{name(2)}}
+	s, err := readAndControl(ctx, client, testID, ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.PagesDone != 7 || s.PagesFound != 8 || s.Size != 1234 || s.DoneLen != 2 || !slices.Equal(s.Done, []string{"m1", "m2"}) {
+		t.Errorf("snapshot %+v", s)
+	}
+	if !slices.Equal(s.Errors, []string{"e1", "e2", "e3"}) || s.ErrorSeq != 0 {
+		t.Errorf("errors %v seq %d", s.Errors, s.ErrorSeq)
+	}
+	if len(s.Statuses) != 2 || s.Statuses[name(2)] != "" {
+		t.Errorf("statuses %v: cleanup should have removed %s", s.Statuses, name(2))
+	}
+	if len(s.StopOne) != 1 || !s.StopOne[name(0)] {
+		t.Errorf("stopone %v", s.StopOne)
+	}
+	if c.Get(ctx, k.key("stopping")).Val() != "1" || c.Get(ctx, keyLegacyStop).Val() != "1" {
+		t.Error("stopping not set")
+	}
+
+	// Crawlers before 0.10 kept :d as a list.
+	c.Del(ctx, k.key("d"))
+	c.RPush(ctx, k.key("d"), "x", "y")
+	if s, err = readAndControl(ctx, client, testID, redisControl{}); err != nil || s.PagesDone != 2 {
+		t.Errorf("list :d: done %d err %v", s.PagesDone, err)
+	}
+}
+
+func TestIngestIsAtLeastOnceAndIdempotent(t *testing.T) {
+	_, cfg, c := testRedis(t)
+	ctx := context.Background()
+	st := newMemStore()
+	st.addCrawl(testID)
+	k := crawlKeys(testID)
+	c.RPush(ctx, keyCrawlsDone,
+		doneMsg("http://minio:9000/bucket/org1/a.wacz", 100),
+		doneMsg("http://other/x.wacz", 5),
+		"not json")
+	for i := range 5 {
+		c.LPush(ctx, k.key("e"), fmt.Sprintf("err%d", i))
+	}
+	client, _ := newRedisClient(cfg, testID)
+	defer client.Close()
+	in := newIngester(newJob(1), st, time.Second, slog.Default())
+
+	s, err := readAndControl(ctx, client, testID, redisControl{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A crash after recording but before removing: the next round replays.
+	for _, raw := range s.Done {
+		if err := in.file(ctx, raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.AddCrawlErrors(ctx, testID, 0, s.Errors); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		s, _ = readAndControl(ctx, client, testID, redisControl{})
+		pending, err := in.files(ctx, client, s)
+		if err != nil || pending != 0 {
+			t.Fatalf("pending %d err %v", pending, err)
+		}
+		if err := in.errorLines(ctx, client, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := st.get(testID)
+	if got.FileCount != 2 || got.FileSize != 105 || in.filesAdded != 2 || in.filesAddedSize != 105 {
+		t.Errorf("files %+v count %d size %d, ingester %d/%d", got.Files, got.FileCount, got.FileSize, in.filesAdded, in.filesAddedSize)
+	}
+	if f := got.Files[0]; f.Filename != "org1/a.wacz" || f.DefStorageName == nil || *f.DefStorageName != "default" {
+		t.Errorf("relative file %+v", f)
+	}
+	if f := got.Files[1]; f.Filename != "http://other/x.wacz" || f.DefStorageName != nil {
+		t.Errorf("foreign file %+v", f)
+	}
+	if e := st.errorsOf(testID); !slices.Equal(e, []string{"err0", "err1", "err2", "err3", "err4"}) {
+		t.Errorf("errors %v", e)
+	}
+	if n := c.LLen(ctx, keyCrawlsDone).Val(); n != 0 {
+		t.Errorf("crawls-done still has %d", n)
+	}
+	if n := c.LLen(ctx, k.key("e")).Val(); n != 0 || c.Get(ctx, keyErrorsIngested).Val() != "5" {
+		t.Errorf(":e has %d, ingested %s", n, c.Get(ctx, keyErrorsIngested).Val())
+	}
+
+	// A second trim of the same batch (another ingester, a replay) is refused.
+	c.LPush(ctx, k.key("e"), "late")
+	if err := trimErrors(ctx, client, testID, 0, 5); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.LLen(ctx, k.key("e")).Val(); n != 1 {
+		t.Errorf("stale trim removed new lines: %d left", n)
+	}
+}
+
+func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
+	r, cfg, c := testRedis(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := newMemStore()
+	st.addCrawl(testID)
+	var wakes atomic.Int32
+	ps := newPollers(cfg, st, clock.RealClock{}, slog.Default(), func(string) { wakes.Add(1) })
+	defer ps.stopAll()
+	cj := newJob(1)
+	k := crawlKeys(testID)
+
+	ps.ensure(ctx, "crawlers/"+cj.Name, cj, redisControl{})
+	if !eventually(2*time.Second, func() bool { s := ps.get(testID); return s != nil && s.Reachable }) {
+		t.Fatal("never reachable")
+	}
+	time.Sleep(300 * time.Millisecond)
+	steady := wakes.Load()
+	time.Sleep(300 * time.Millisecond)
+	if n := wakes.Load(); n != steady {
+		t.Errorf("woke %d times while nothing changed", n-steady)
+	}
+
+	start := time.Now()
+	c.HSet(ctx, k.key("status"), name(0), "running")
+	c.Set(ctx, k.key("d"), "3", 0)
+	if !eventually(time.Second, func() bool { s := ps.get(testID); return s.Statuses[name(0)] == "running" && s.PagesDone == 3 }) {
+		t.Fatal("change not seen")
+	}
+	t.Logf("change seen after %v", time.Since(start))
+	if !eventually(time.Second, func() bool { c := st.get(testID); return c.Stats != nil && c.Stats.Done == 3 }) {
+		t.Error("stats not stored")
+	}
+
+	// The store goes away: the file stays pending, then is recorded.
+	st.setDown(true)
+	c.RPush(ctx, keyCrawlsDone, doneMsg("http://m/org1/b.wacz", 10))
+	if !eventually(time.Second, func() bool { return ps.get(testID).PendingFiles == 1 }) {
+		t.Fatal("pending file not reported")
+	}
+	st.setDown(false)
+	if !eventually(5*time.Second, func() bool { s := ps.get(testID); return s.PendingFiles == 0 && s.FilesAdded == 1 }) {
+		t.Fatalf("file not recorded after the store came back: %+v", ps.get(testID))
+	}
+
+	// Redis goes away and comes back; its data was not persisted here, but
+	// the control keys are asserted again.
+	ps.ensure(ctx, "crawlers/"+cj.Name, cj, redisControl{Stopping: true})
+	if err := r.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(2*time.Second, func() bool { return !ps.get(testID).Reachable }) {
+		t.Fatal("outage not reported")
+	}
+	if err := r.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(8*time.Second, func() bool { return ps.get(testID).Reachable }) {
+		t.Fatal("recovery not reported")
+	}
+	if !eventually(time.Second, func() bool { return c.Get(ctx, k.key("stopping")).Val() == "1" }) {
+		t.Error("stopping not asserted again after the restart")
+	}
+}
