@@ -47,11 +47,15 @@ func (m *Mongo) RecomputeCollection(ctx context.Context, id uuid.UUID) error {
 	return recompute(ctx, m.coll(collCollections), id, errCollectionNotFound, func(ctx context.Context) (bson.M, error) {
 		match := bson.M{"collectionIds": id, "state": bson.M{"$in": SuccessfulStates}}
 		crawls := m.coll(collCrawls)
-		sizes, err := sumBy(ctx, crawls, match, nil, "fileSize")
+		n, err := countDocs(ctx, crawls, match)
 		if err != nil {
 			return nil, err
 		}
-		pages, err := sumBy(ctx, crawls, match, nil, "stats.done")
+		size, err := sumField(ctx, crawls, match, "fileSize")
+		if err != nil {
+			return nil, err
+		}
+		pages, err := sumField(ctx, crawls, match, "stats.done")
 		if err != nil {
 			return nil, err
 		}
@@ -59,14 +63,7 @@ func (m *Mongo) RecomputeCollection(ctx context.Context, id uuid.UUID) error {
 		if err != nil {
 			return nil, err
 		}
-		set := bson.M{"crawlCount": 0, "pageCount": int64(0), "totalSize": int64(0), "tags": tags}
-		if len(sizes) > 0 {
-			set["crawlCount"] = sizes[0].N
-			set["totalSize"] = sizes[0].Size
-		}
-		if len(pages) > 0 {
-			set["pageCount"] = pages[0].Size
-		}
+		set := bson.M{"crawlCount": n, "pageCount": pages, "totalSize": size, "tags": tags}
 		return set, nil
 	})
 }

@@ -93,34 +93,50 @@ type FileResult struct {
 	FileSize  int64
 }
 
+// fileAttempts bounds AddCrawlFile's compare-and-set retries; each retry
+// means another file of the same crawl was added in between.
+const fileAttempts = 20
+
 // AddCrawlFile records a finished WACZ file on the crawl, at most once per
-// filename: files, fileCount and fileSize change together in one
-// single-document update whose filter requires that no file of that name
-// is there yet, so a replayed or concurrent call for the same file changes
-// nothing.
+// filename; files, fileCount and fileSize change together in one
+// single-document update, so a replayed or concurrent call for the same
+// file changes nothing.
 //
-// Errors: NotFound("crawl_not_found").
+// It reads the crawl's files and then updates on condition that fileCount
+// is unchanged (a compare-and-set), retrying if another file came in
+// between. The obvious filter {"files.filename": {$ne: name}} is not used:
+// FerretDB v1 matches it even when the file is there (see
+// TestConformance/QuirkNeOnArrayOfSubdocs).
+//
+// Errors: NotFound("crawl_not_found"); Conflict("crawl_file_contention")
+// if the compare-and-set kept losing.
 func (m *Mongo) AddCrawlFile(ctx context.Context, crawlID string, f CrawlFile) (FileResult, error) {
-	filter := bson.M{"_id": crawlID, "files.filename": bson.M{"$ne": f.Filename}}
-	update := bson.M{
-		"$push": bson.M{"files": f},
-		"$inc":  bson.M{"fileCount": 1, "fileSize": f.Size},
+	read := options.FindOne().SetProjection(bson.M{"files.filename": 1, "fileCount": 1, "fileSize": 1})
+	for range fileAttempts {
+		var cur struct {
+			Files     []struct{ Filename string } `bson:"files"`
+			FileCount int                         `bson:"fileCount"`
+			FileSize  int64                       `bson:"fileSize"`
+		}
+		if err := m.coll(collCrawls).FindOne(ctx, bson.M{"_id": crawlID}, read).Decode(&cur); err != nil {
+			return FileResult{}, notFoundOr(err, errCrawlNotFound, "finding crawl")
+		}
+		for _, have := range cur.Files {
+			if have.Filename == f.Filename {
+				return FileResult{FileCount: cur.FileCount, FileSize: cur.FileSize}, nil
+			}
+		}
+		res, err := m.coll(collCrawls).UpdateOne(ctx,
+			bson.M{"_id": crawlID, "fileCount": cur.FileCount},
+			bson.M{"$push": bson.M{"files": f}, "$inc": bson.M{"fileCount": 1, "fileSize": f.Size}})
+		if err != nil {
+			return FileResult{}, fmt.Errorf("adding crawl file: %w", err)
+		}
+		if res.MatchedCount == 1 {
+			return FileResult{Added: true, FileCount: cur.FileCount + 1, FileSize: cur.FileSize + f.Size}, nil
+		}
 	}
-	var c Crawl
-	err := m.coll(collCrawls).FindOneAndUpdate(ctx, filter, update,
-		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&c)
-	if err == nil {
-		return FileResult{Added: true, FileCount: c.FileCount, FileSize: c.FileSize}, nil
-	}
-	if !errors.Is(err, mongo.ErrNoDocuments) {
-		return FileResult{}, fmt.Errorf("adding crawl file: %w", err)
-	}
-	// No match: the crawl is missing or already has the file.
-	opts := options.FindOne().SetProjection(bson.M{"fileCount": 1, "fileSize": 1})
-	if err := m.coll(collCrawls).FindOne(ctx, bson.M{"_id": crawlID}, opts).Decode(&c); err != nil {
-		return FileResult{}, notFoundOr(err, errCrawlNotFound, "finding crawl")
-	}
-	return FileResult{FileCount: c.FileCount, FileSize: c.FileSize}, nil
+	return FileResult{}, Conflict("crawl_file_contention")
 }
 
 // SetCrawlPods replaces the operator's per-pod view (phase, exit reason,

@@ -34,22 +34,23 @@ func (m *Mongo) RecomputeWorkflowStats(ctx context.Context, cid uuid.UUID) error
 
 func (m *Mongo) workflowStats(ctx context.Context, cid uuid.UUID) (bson.M, error) {
 	crawls := m.coll(collCrawls)
-	rows, err := sumBy(ctx, crawls, bson.M{"cid": cid, "state": bson.M{"$in": FinishedStates}}, "$state", "fileSize")
+	ended, err := countDocs(ctx, crawls, bson.M{"cid": cid, "state": bson.M{"$in": FinishedStates}})
 	if err != nil {
 		return nil, err
 	}
-	var s WorkflowStats
-	for _, r := range rows {
-		s.CrawlCount += int(r.N)
-		if state, _ := r.Key.(string); IsSuccessful(state) {
-			s.CrawlSuccessfulCount += int(r.N)
-			s.TotalSize += r.Size
-		}
+	successful := bson.M{"cid": cid, "state": bson.M{"$in": SuccessfulStates}}
+	succeeded, err := countDocs(ctx, crawls, successful)
+	if err != nil {
+		return nil, err
+	}
+	size, err := sumField(ctx, crawls, successful, "fileSize")
+	if err != nil {
+		return nil, err
 	}
 	set := bson.M{
-		"crawlCount":           s.CrawlCount,
-		"crawlSuccessfulCount": s.CrawlSuccessfulCount,
-		"totalSize":            s.TotalSize,
+		"crawlCount":           ended,
+		"crawlSuccessfulCount": succeeded,
+		"totalSize":            size,
 	}
 
 	active, err := m.latestCrawl(ctx, cid, RunningAndStartingStates, "started")
@@ -57,16 +58,16 @@ func (m *Mongo) workflowStats(ctx context.Context, cid uuid.UUID) (bson.M, error
 		return nil, err
 	}
 	if active != nil {
-		size := int64(0)
+		live := int64(0)
 		if active.Stats != nil {
-			size = active.Stats.Size
+			live = active.Stats.Size
 		}
 		set["lastCrawlId"] = active.ID
 		set["lastCrawlStartTime"] = active.Started
 		set["lastStartedBy"] = active.UserID
 		set["lastCrawlTime"] = nil
 		set["lastCrawlState"] = active.State
-		set["lastCrawlSize"] = size
+		set["lastCrawlSize"] = live
 		set["lastRun"] = active.Started
 		set["isCrawlRunning"] = true
 		set["lastCrawlStopping"] = active.Stopping
@@ -118,14 +119,10 @@ func (m *Mongo) latestCrawl(ctx context.Context, cid uuid.UUID, states []string,
 // Errors: NotFound("org_not_found").
 func (m *Mongo) RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) error {
 	return recompute(ctx, m.coll(collOrgs), oid, errOrgNotFound, func(ctx context.Context) (bson.M, error) {
-		rows, err := sumBy(ctx, m.coll(collCrawls),
-			bson.M{"oid": oid, "state": bson.M{"$in": SuccessfulStates}}, nil, "fileSize")
+		total, err := sumField(ctx, m.coll(collCrawls),
+			bson.M{"oid": oid, "state": bson.M{"$in": SuccessfulStates}}, "fileSize")
 		if err != nil {
 			return nil, err
-		}
-		total := int64(0)
-		for _, r := range rows {
-			total += r.Size
 		}
 		return bson.M{"bytesStored": total}, nil
 	})
@@ -154,13 +151,9 @@ func (m *Mongo) recordUsage(ctx context.Context, c *Crawl) error {
 	if _, err := m.coll(collCrawlUsage).InsertOne(ctx, rec); err != nil && !isDuplicate(err) {
 		return fmt.Errorf("recording crawl usage: %w", err)
 	}
-	rows, err := sumBy(ctx, m.coll(collCrawlUsage), bson.M{"oid": c.OID, "month": rec.Month}, nil, "seconds")
+	total, err := sumField(ctx, m.coll(collCrawlUsage), bson.M{"oid": c.OID, "month": rec.Month}, "seconds")
 	if err != nil {
 		return err
-	}
-	total := int64(0)
-	for _, r := range rows {
-		total += r.Size
 	}
 	// $max: the monthly sum only grows, so a recomputation that read fewer
 	// records and writes late cannot lower it.
