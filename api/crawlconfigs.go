@@ -107,7 +107,7 @@ func (s *Server) createCrawlConfig(c echo.Context) error {
 		return err
 	}
 	s.notifyWorkflowsChanged()
-	out := crawlConfigAddedOut{Added: true, ID: wf.ID, StorageQuotaReached: storageQuotaReached(org)}
+	out := crawlConfigAddedOut{Added: true, ID: wf.ID, StorageQuotaReached: org.StorageQuotaReached()}
 	if in.RunNow != nil && *in.RunNow && !out.StorageQuotaReached {
 		id, err := s.startCrawl(ctx, org, wf, user.ID, true)
 		if err != nil {
@@ -252,7 +252,7 @@ func (s *Server) runCrawlConfig(c echo.Context) error {
 		return badRequest("crawl_already_running")
 	}
 	org := currentOrg(c)
-	if storageQuotaReached(org) {
+	if org.StorageQuotaReached() {
 		return forbidden("storage_quota_reached")
 	}
 	id, err := s.startCrawl(ctx, org, wf, currentUser(c).ID, true)

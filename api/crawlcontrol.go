@@ -29,7 +29,8 @@ func (s *Server) markCanceled(ctx context.Context, crawl *store.Crawl) error {
 	if err != nil || !changed {
 		return err
 	}
-	return s.store.RecomputeWorkflowStats(ctx, crawl.CID)
+	_, err = s.store.RunPostCrawlTasks(ctx, crawl.ID)
+	return err
 }
 
 // cancel deletes the crawl's CrawlJob (the operator then marks it

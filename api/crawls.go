@@ -262,9 +262,9 @@ func (s *Server) deleteCrawlsOf(c echo.Context, anyType bool) error {
 	if err != nil {
 		return notFoundAs(err, detailCrawlNotFound)
 	}
-	quota := storageQuotaReached(org)
+	quota := org.StorageQuotaReached()
 	if fresh, err := s.store.GetOrg(ctx, org.ID); err == nil {
-		quota = storageQuotaReached(fresh)
+		quota = fresh.StorageQuotaReached()
 	}
 	return c.JSON(http.StatusOK, deletedOut{Deleted: res.Deleted, StorageQuotaReached: quota})
 }

@@ -24,12 +24,6 @@ const storeCleanupTimeout = 10 * time.Second
 // starts of one workflow in the same second).
 const maxIDAttempts = 5
 
-// storageQuotaReached reports a full org: bytes stored at or over a set
-// storage quota.
-func storageQuotaReached(o *store.Org) bool {
-	return o.Quotas.StorageQuota > 0 && o.BytesStored >= o.Quotas.StorageQuota
-}
-
 // crawlID is upstream's id: prefix, UTC start second and the workflow id's
 // first 12 hex digits, plus "-<n>" when that second is already taken.
 func crawlID(prefix string, wf *store.CrawlConfig, started string, attempt int) string {
@@ -127,7 +121,7 @@ func (s *Server) failUnlaunched(crawl *store.Crawl) {
 	_, _, err := s.store.SetCrawlState(ctx, crawl.ID, store.StateFailed, store.RunningAndStartingStates,
 		store.CrawlStateExtra{Finished: &finished})
 	if err == nil {
-		err = s.store.RecomputeWorkflowStats(ctx, crawl.CID)
+		_, err = s.store.RunPostCrawlTasks(ctx, crawl.ID)
 	}
 	if err != nil {
 		s.log.Error("marking unlaunched crawl failed", "crawl", crawl.ID, "err", err)

@@ -90,5 +90,5 @@ type CrawlStore interface {
 	DeleteCrawls(ctx context.Context, oid uuid.UUID, ids []string) (*store.DeleteResult, error)
 	CrawlSearchValues(ctx context.Context, oid uuid.UUID, types []string) (*store.SearchValues, error)
 	ListCrawlErrors(ctx context.Context, crawlID string, p store.Paging) ([]string, int64, error)
-	RecomputeWorkflowStats(ctx context.Context, cid uuid.UUID) error
+	RunPostCrawlTasks(ctx context.Context, crawlID string) (*store.Crawl, error)
 }

@@ -169,7 +169,7 @@ func (sc *Scheduler) fire(oid, cid uuid.UUID) {
 		log.Error("scheduled crawl: reading org", "err", err)
 		return
 	}
-	if storageQuotaReached(org) {
+	if org.StorageQuotaReached() {
 		log.Info("scheduled crawl skipped: storage quota reached")
 		return
 	}

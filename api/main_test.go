@@ -1,0 +1,331 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trawlerhq/trawler/k8s"
+	"github.com/trawlerhq/trawler/sandbox"
+	"github.com/trawlerhq/trawler/store"
+	"github.com/trawlerhq/trawler/store/storetest"
+)
+
+// redisAddr is the sandbox redis-server every crawl's Redis URL is dialed
+// to in these tests.
+var redisAddr string
+
+// TestMain starts one Mongo-wire server (unless MONGO_URI points at a
+// real MongoDB) and one redis-server for the package.
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "apitest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if os.Getenv(storetest.EnvURI) == "" {
+		mongo, err := sandbox.StartMongo(ctx, dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "starting mongotestd:", err)
+			return 1
+		}
+		defer func() { _ = mongo.Stop(5 * time.Second) }()
+		os.Setenv(storetest.EnvURI, mongo.URI())
+	}
+	rdir, _ := os.MkdirTemp(dir, "redis")
+	rds, err := sandbox.StartRedis(ctx, rdir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting redis-server:", err)
+		return 1
+	}
+	defer func() { _ = rds.Stop(5 * time.Second) }()
+	redisAddr = rds.Addr()
+	return m.Run()
+}
+
+// dialRedis stands in for cluster DNS: every crawl's Redis is the
+// sandbox's redis-server.
+func dialRedis(ctx context.Context, network, _ string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, network, redisAddr)
+}
+
+const testSecret = "test-secret"
+
+// fakeLauncher records launcher calls; failures can be injected.
+type fakeLauncher struct {
+	mu       sync.Mutex
+	launched []k8s.CrawlRequest
+	calls    []string // "stop <id>", "cancel <id>", "scale <id> <n>", "restart <id>"
+	gone     map[string]bool
+	fail     error
+}
+
+func (f *fakeLauncher) record(call, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call)
+	if f.fail != nil {
+		return f.fail
+	}
+	if f.gone[id] {
+		return fmt.Errorf("crawljob-%s: %w", id, k8s.ErrCrawlJobNotFound)
+	}
+	return nil
+}
+
+func (f *fakeLauncher) LaunchCrawl(_ context.Context, req k8s.CrawlRequest) error {
+	if err := f.record("launch "+req.Spec.ID, req.Spec.ID); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.launched = append(f.launched, req)
+	f.mu.Unlock()
+	return nil
+}
+func (f *fakeLauncher) StopCrawl(_ context.Context, id string) error { return f.record("stop "+id, id) }
+func (f *fakeLauncher) CancelCrawl(_ context.Context, id string) error {
+	return f.record("cancel "+id, id)
+}
+func (f *fakeLauncher) ScaleCrawl(_ context.Context, id string, n int32) error {
+	return f.record(fmt.Sprintf("scale %s %d", id, n), id)
+}
+func (f *fakeLauncher) RestartCrawl(_ context.Context, id string, _ []byte) error {
+	return f.record("restart "+id, id)
+}
+
+func (f *fakeLauncher) callList() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string{}, f.calls...)
+}
+
+func (f *fakeLauncher) setGone(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gone == nil {
+		f.gone = map[string]bool{}
+	}
+	f.gone[id] = true
+}
+
+var _ CrawlLauncher = (*fakeLauncher)(nil)
+var _ Store = (*store.Mongo)(nil)
+
+// env is one API on its own database, with the superuser, the default org
+// and one member of each role.
+type env struct {
+	t        testing.TB
+	store    *store.Mongo
+	srv      *Server
+	launcher *fakeLauncher
+	org      uuid.UUID // the default org
+	tokens   map[string]string
+}
+
+// Role names used by the tests' tokens.
+const (
+	asAdmin    = "superuser"
+	asOwner    = "owner"
+	asCrawler  = "crawler"
+	asViewer   = "viewer"
+	asOutsider = "non-member"
+)
+
+func testConfig() Config {
+	return Config{
+		JWTSecret: []byte(testSecret), MaxPagesPerCrawl: 4,
+		SuperuserEmail: "admin@example.com", SuperuserPassword: "PASSW0RD!",
+		StorageAccessURL: "/data/",
+		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	e := &env{t: t, store: storetest.Open(t), launcher: &fakeLauncher{}, tokens: map[string]string{}}
+	e.srv = New(testConfig(), Deps{Store: e.store, Launcher: e.launcher, RedisDialer: dialRedis})
+	ctx := context.Background()
+	if err := e.srv.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	def, err := e.store.GetDefaultOrg(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.org = def.ID
+	e.tokens[asAdmin] = e.login("admin@example.com", "PASSW0RD!")
+	for _, u := range []struct {
+		name string
+		role store.Role
+	}{{asOwner, store.RoleOwner}, {asCrawler, store.RoleCrawler}, {asViewer, store.RoleViewer}} {
+		e.addUser(e.org, u.name, u.role)
+	}
+	other := e.mustJSON(asAdmin, "POST", "/api/orgs/create", map[string]any{"name": "Other Org"}, 200)
+	e.addUser(uuid.MustParse(other["id"].(string)), asOutsider, store.RoleOwner)
+	return e
+}
+
+// addUser creates user name with role in org oid and logs them in.
+func (e *env) addUser(oid uuid.UUID, name string, role store.Role) {
+	e.t.Helper()
+	email := name + "@example.com"
+	e.mustJSON(asAdmin, "POST", "/api/orgs/"+oid.String()+"/add-user",
+		map[string]any{"email": email, "password": "pw-" + name, "name": name, "role": role}, 200)
+	e.tokens[name] = e.login(email, "pw-"+name)
+}
+
+func (e *env) login(email, password string) string {
+	e.t.Helper()
+	form := url.Values{"username": {email}, "password": {password}, "grant_type": {"password"}}
+	req := httptest.NewRequest("POST", "/api/auth/jwt/login", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	e.srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		e.t.Fatalf("login %s: %d %s", email, rec.Code, rec.Body)
+	}
+	var tok tokenOut
+	if err := json.Unmarshal(rec.Body.Bytes(), &tok); err != nil {
+		e.t.Fatal(err)
+	}
+	return tok.AccessToken
+}
+
+// resp is a decoded response.
+type resp struct {
+	Code int
+	Body []byte
+}
+
+// JSON decodes the body into a generic value.
+func (r resp) JSON() any {
+	var v any
+	_ = json.Unmarshal(r.Body, &v)
+	return v
+}
+
+// do sends a request as role (a key of e.tokens, or "" for no token).
+func (e *env) do(as, method, path string, body any) resp {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	if tok, ok := e.tokens[as]; ok {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	rec := httptest.NewRecorder()
+	e.srv.Handler().ServeHTTP(rec, req)
+	return resp{Code: rec.Code, Body: rec.Body.Bytes()}
+}
+
+// mustJSON sends a request, checks the status and decodes an object.
+func (e *env) mustJSON(as, method, path string, body any, want int) map[string]any {
+	e.t.Helper()
+	r := e.do(as, method, path, body)
+	if r.Code != want {
+		e.t.Fatalf("%s %s as %s: status %d, want %d: %s", method, path, as, r.Code, want, r.Body)
+	}
+	m, _ := r.JSON().(map[string]any)
+	return m
+}
+
+// wantDetail checks status and {"detail": detail}.
+func (e *env) wantDetail(r resp, status int, detail string) {
+	e.t.Helper()
+	var body struct {
+		Detail any `json:"detail"`
+	}
+	_ = json.Unmarshal(r.Body, &body)
+	if r.Code != status || body.Detail != detail {
+		e.t.Fatalf("got %d %s, want %d {\"detail\":%q}", r.Code, r.Body, status, detail)
+	}
+}
+
+// orgPath is a path under the default org.
+func (e *env) orgPath(rest string) string { return "/api/orgs/" + e.org.String() + rest }
+
+// workflowBody is a minimal valid workflow.
+func workflowBody(name string, runNow bool) map[string]any {
+	return map[string]any{
+		"name": name, "runNow": runNow,
+		"config": map[string]any{"seeds": []any{map[string]any{"url": "https://example.com/"}}},
+	}
+}
+
+// createWorkflow creates a workflow as role and returns the response.
+func (e *env) createWorkflow(as string, body map[string]any) map[string]any {
+	e.t.Helper()
+	return e.mustJSON(as, "POST", e.orgPath("/crawlconfigs/"), body, 200)
+}
+
+// startCrawl creates a workflow that runs now and returns (cid, crawl id).
+func (e *env) startCrawl(as, name string) (string, string) {
+	e.t.Helper()
+	out := e.createWorkflow(as, workflowBody(name, true))
+	id, _ := out["run_now_job"].(string)
+	if id == "" {
+		e.t.Fatalf("no crawl started: %v", out)
+	}
+	return out["id"].(string), id
+}
+
+// setState moves a crawl as the operator would.
+func (e *env) setState(id, state string) {
+	e.t.Helper()
+	extra := store.CrawlStateExtra{}
+	if store.IsFinished(state) {
+		now := time.Now().UTC().Truncate(time.Second)
+		extra.Finished = &now
+	}
+	if _, _, err := e.store.SetCrawlState(context.Background(), id, state, nil, extra); err != nil {
+		e.t.Fatal(err)
+	}
+	if store.IsFinished(state) {
+		if _, err := e.store.RunPostCrawlTasks(context.Background(), id); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+func get(m any, path ...string) any {
+	for _, p := range path {
+		mm, ok := m.(map[string]any)
+		if !ok {
+			return nil
+		}
+		m = mm[p]
+	}
+	return m
+}
