@@ -33,8 +33,8 @@ func newWorkflow(oid uuid.UUID, name, seed string) *store.CrawlConfig {
 	user := uuid.New()
 	return &store.CrawlConfig{
 		ID: uuid.New(), OID: oid, Name: ptr(name), JobType: "custom",
-		Config:  store.RawCrawlConfig{Seeds: []store.Seed{{URL: seed}}, ScopeType: "prefix", Depth: -1},
-		Tags:    []string{}, Scale: 1, AutoAddCollections: []uuid.UUID{},
+		Config: store.RawCrawlConfig{Seeds: []store.Seed{{URL: seed}}, ScopeType: "prefix", Depth: -1},
+		Tags:   []string{}, Scale: 1, AutoAddCollections: []uuid.UUID{},
 		Created: now(), CreatedBy: user, Modified: now(), ModifiedBy: user,
 	}
 }

@@ -12,7 +12,7 @@ func (p Patterns) MarshalBSONValue() (byte, []byte, error) {
 	var v any
 	switch {
 	case !p.Set:
-		v = nil
+		return byte(bson.TypeNull), nil, nil
 	case p.Single && len(p.Values) == 1:
 		v = p.Values[0]
 	default:

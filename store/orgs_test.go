@@ -1,0 +1,137 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/trawlerhq/trawler/store"
+	"github.com/trawlerhq/trawler/store/storetest"
+)
+
+func TestEnsureDefaultOrg(t *testing.T) {
+	m := storetest.Open(t)
+	ctx := context.Background()
+	first, err := m.EnsureDefaultOrg(ctx, "My Organization")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Default || first.Storage.Path != first.ID.String()+"/" || first.Users == nil {
+		t.Fatalf("default org %+v", first)
+	}
+	again, err := m.EnsureDefaultOrg(ctx, "My Organization")
+	if err != nil || again.ID != first.ID {
+		t.Fatalf("second call: %+v, %v; want the same org", again, err)
+	}
+	renamed, err := m.EnsureDefaultOrg(ctx, "Archive")
+	if err != nil || renamed.ID != first.ID || renamed.Name != "Archive" {
+		t.Fatalf("rename: %+v, %v", renamed, err)
+	}
+	if got, err := m.GetDefaultOrg(ctx); err != nil || got.Name != "Archive" {
+		t.Fatalf("GetDefaultOrg: %+v, %v", got, err)
+	}
+}
+
+func TestOrgs(t *testing.T) {
+	m := storetest.Open(t)
+	ctx := context.Background()
+	def, err := m.EnsureDefaultOrg(ctx, "Zeta default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mustOrg(t, m, "alpha")
+	b := mustOrg(t, m, "beta")
+	viewer, owner := uuid.New(), uuid.New()
+
+	t.Run("ErrDuplicateName", func(t *testing.T) {
+		err := m.CreateOrg(ctx, &store.Org{ID: uuid.New(), Name: "alpha"})
+		if !errors.Is(err, store.ErrConflict) || store.Detail(err) != "duplicate_org_name" {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("Rename", func(t *testing.T) {
+		if err := m.RenameOrg(ctx, b.ID, "alpha"); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("rename to a taken name: %v, want conflict", err)
+		}
+		if err := m.RenameOrg(ctx, uuid.New(), "x"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("rename missing org: %v", err)
+		}
+		if err := m.RenameOrg(ctx, b.ID, "bravo"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("Roles", func(t *testing.T) {
+		for _, step := range []struct {
+			org  uuid.UUID
+			user uuid.UUID
+			role store.Role
+		}{{a.ID, viewer, store.RoleViewer}, {a.ID, owner, store.RoleOwner}, {b.ID, owner, store.RoleCrawler}} {
+			if err := m.SetOrgUserRole(ctx, step.org, step.user, step.role); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := m.GetOrg(ctx, a.ID)
+		if err != nil || got.RoleOf(&store.User{ID: viewer}) != store.RoleViewer || got.RoleOf(&store.User{ID: owner}) != store.RoleOwner {
+			t.Fatalf("org a users %v, %v", got.Users, err)
+		}
+		if err := m.SetOrgUserRole(ctx, uuid.New(), viewer, store.RoleViewer); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("missing org: %v", err)
+		}
+	})
+	t.Run("List", func(t *testing.T) {
+		tests := []struct {
+			name  string
+			f     store.OrgFilter
+			want  []string
+			wantN int64
+		}{
+			{"AllDefaultFirst", store.OrgFilter{}, []string{def.Name, "alpha", "bravo"}, 3},
+			{"Member", store.OrgFilter{Member: &owner}, []string{"alpha", "bravo"}, 2},
+			{"Viewer", store.OrgFilter{Member: &viewer}, []string{"alpha"}, 1},
+			{"Page2", store.OrgFilter{Paging: store.Paging{Page: 2, PageSize: 2}}, []string{"bravo"}, 3},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				orgs, total, err := m.ListOrgs(ctx, tt.f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, o := range orgs {
+					names = append(names, o.Name)
+				}
+				if total != tt.wantN || !slices.Equal(names, tt.want) {
+					t.Fatalf("got %v (total %d), want %v (%d)", names, total, tt.want, tt.wantN)
+				}
+			})
+		}
+	})
+	t.Run("RemoveUser", func(t *testing.T) {
+		if err := m.RemoveOrgUser(ctx, a.ID, viewer); err != nil {
+			t.Fatal(err)
+		}
+		if orgs, _, err := m.ListOrgs(ctx, store.OrgFilter{Member: &viewer}); err != nil || len(orgs) != 0 {
+			t.Fatalf("after removal: %v, %v", orgs, err)
+		}
+	})
+	t.Run("QuotasAndWebhooks", func(t *testing.T) {
+		q := store.OrgQuotas{MaxConcurrentCrawls: 2, MaxPagesPerCrawl: 100, StorageQuota: 10}
+		if err := m.SetOrgQuotas(ctx, a.ID, q); err != nil {
+			t.Fatal(err)
+		}
+		urls := map[string]string{"crawlFinished": "http://hook/"}
+		if err := m.SetOrgWebhooks(ctx, a.ID, urls, "https://trawler.example"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.GetOrg(ctx, a.ID)
+		if err != nil || got.Quotas != q || got.WebhookURLs["crawlFinished"] != "http://hook/" || got.Origin != "https://trawler.example" {
+			t.Fatalf("got %+v, %v", got, err)
+		}
+		if got.StorageQuotaReached() {
+			t.Fatal("quota reached with 0 bytes stored")
+		}
+	})
+}
