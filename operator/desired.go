@@ -229,17 +229,20 @@ func storageName(cj *trawlerv1.CrawlJob) string {
 }
 
 // affinity prefers nodes of the given type and keeps a crawl's pods in one
-// zone.
+// zone (when crawlID is set).
 func affinity(nodeType, crawlID string) *corev1.Affinity {
-	a := &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
-		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
-			Weight: 2,
-			PodAffinityTerm: corev1.PodAffinityTerm{
-				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{k8s.LabelCrawl: crawlID}},
-				TopologyKey:   "topology.kubernetes.io/zone",
-			},
-		}},
-	}}
+	a := &corev1.Affinity{}
+	if crawlID != "" {
+		a.PodAffinity = &corev1.PodAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+				Weight: 2,
+				PodAffinityTerm: corev1.PodAffinityTerm{
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{k8s.LabelCrawl: crawlID}},
+					TopologyKey:   "topology.kubernetes.io/zone",
+				},
+			}},
+		}
+	}
 	if nodeType != "" {
 		a.NodeAffinity = &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
 			Weight: 1,

@@ -3,7 +3,6 @@ package operator
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -104,7 +103,7 @@ func setSpecCondition(st *trawlerv1.CrawlJobStatus, problems []string, now time.
 		setCondition(st, CondSpecValid, metav1.ConditionTrue, "Valid", "the spec is valid", now)
 		return
 	}
-	setCondition(st, CondSpecValid, metav1.ConditionFalse, "InvalidSpec", strings.Join(problems, "; "), now)
+	setCondition(st, CondSpecValid, metav1.ConditionFalse, "InvalidSpec", joinProblems(problems), now)
 }
 
 // setCondition sets a condition, moving its transition time only when its

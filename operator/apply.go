@@ -1,0 +1,114 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+)
+
+// apply converges the observed children to the desired ones: create what
+// is missing (an existing name is fine), delete what is not desired (with
+// a UID precondition, so a replacement is never hit), recreate pods that
+// failed for good (evicted), and force-delete pods whose deletion never
+// completes. Pods and PVCs are never updated. Errors are collected and
+// the rest goes on. It returns when to look again for stuck deletions.
+func (c *Controller) apply(ctx context.Context, cj *trawlerv1.CrawlJob, o observed, want children) (time.Duration, error) {
+	var errs []error
+	var requeue time.Duration
+	pods := map[string]*corev1.Pod{}
+	for _, p := range o.Crawlers {
+		pods[p.Name] = p
+	}
+	if o.RedisPod != nil {
+		pods[o.RedisPod.Name] = o.RedisPod
+	}
+	now := c.clock.Now()
+
+	for _, name := range slices.Sorted(maps.Keys(pods)) {
+		p := pods[name]
+		switch {
+		case p.DeletionTimestamp != nil:
+			after, err := c.forceDeleteIfStuck(ctx, p, now)
+			errs = append(errs, err)
+			requeue = minPositive(requeue, after)
+		case want.Pods[name] == nil:
+			errs = append(errs, c.deletePod(ctx, p, nil))
+		case p.Status.Phase == corev1.PodFailed:
+			// Evicted or lost: OnFailure never restarts a Failed pod, so
+			// replace it; its PVC and Redis state carry the crawl on.
+			c.log.Info("recreating failed pod", "pod", p.Name, "reason", p.Status.Reason)
+			errs = append(errs, c.deletePod(ctx, p, nil))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.PVCs)) {
+		p := o.PVCs[name]
+		if want.PVCs[name] == nil && p.DeletionTimestamp == nil {
+			err := c.kube.CoreV1().PersistentVolumeClaims(p.Namespace).Delete(ctx, p.Name, deleteOptions(p.UID, nil))
+			if err != nil && !isGone(err) {
+				errs = append(errs, fmt.Errorf("deleting pvc %s: %w", p.Name, err))
+			}
+		}
+	}
+
+	// PVCs before pods, so a new pod finds its volume.
+	for _, name := range slices.Sorted(maps.Keys(want.PVCs)) {
+		if o.PVCs[name] != nil {
+			continue
+		}
+		_, err := c.kube.CoreV1().PersistentVolumeClaims(cj.Namespace).Create(ctx, want.PVCs[name], metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("creating pvc %s: %w", name, err))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(want.Pods)) {
+		if pods[name] != nil {
+			continue
+		}
+		_, err := c.kube.CoreV1().Pods(cj.Namespace).Create(ctx, want.Pods[name], metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			c.recorder.Eventf(cj, corev1.EventTypeWarning, ReasonCreateFailed, "creating pod %s: %v", name, err)
+			errs = append(errs, fmt.Errorf("creating pod %s: %w", name, err))
+		}
+	}
+	return requeue, errors.Join(errs...)
+}
+
+// forceDeleteIfStuck removes a terminating pod with no grace once
+// StuckPodTimeout has passed after its grace period ended (its
+// deletionTimestamp): a pod on a lost node never confirms its deletion and
+// would block teardown forever.
+func (c *Controller) forceDeleteIfStuck(ctx context.Context, p *corev1.Pod, now time.Time) (time.Duration, error) {
+	deadline := p.DeletionTimestamp.Add(c.cfg.StuckPodTimeout)
+	if now.Before(deadline) {
+		return deadline.Sub(now), nil
+	}
+	c.log.Warn("force-deleting stuck pod", "pod", p.Name)
+	zero := int64(0)
+	return 0, c.deletePod(ctx, p, &zero)
+}
+
+func (c *Controller) deletePod(ctx context.Context, p *corev1.Pod, grace *int64) error {
+	err := c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, deleteOptions(p.UID, grace))
+	if err != nil && !isGone(err) {
+		return fmt.Errorf("deleting pod %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// deleteOptions deletes exactly the object seen (UID precondition) in the
+// background, so the garbage collector takes care of dependents.
+func deleteOptions(uid types.UID, grace *int64) metav1.DeleteOptions {
+	policy := metav1.DeletePropagationBackground
+	return metav1.DeleteOptions{PropagationPolicy: &policy, GracePeriodSeconds: grace,
+		Preconditions: metav1.NewUIDPreconditions(string(uid))}
+}

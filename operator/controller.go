@@ -1,0 +1,287 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/trawlerhq/trawler/k8s"
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
+	trawlerscheme "github.com/trawlerhq/trawler/k8s/generated/clientset/versioned/scheme"
+	informers "github.com/trawlerhq/trawler/k8s/generated/informers/externalversions"
+	listers "github.com/trawlerhq/trawler/k8s/generated/listers/trawler/v1"
+)
+
+// Event reasons the operator reports on CrawlJobs and ProfileJobs.
+const (
+	ReasonInvalidSpec     = "InvalidSpec"
+	ReasonStateChanged    = "StateChanged"
+	ReasonDocumentMissing = "CrawlDocumentMissing"
+	ReasonCreateFailed    = "CreateFailed"
+)
+
+// Deps are the operator's collaborators. Kube, Trawler and Store are
+// required; the rest have defaults.
+type Deps struct {
+	Kube    kubernetes.Interface
+	Trawler versioned.Interface
+	Store   CrawlStore
+	// Clock drives every time-based decision (default: real time).
+	Clock clock.WithTicker
+	// Logs reads a pod's log for failed crawls (default: the pods/log API).
+	Logs LogReader
+	// Recorder records Events (default: the events API).
+	Recorder record.EventRecorder
+	// Log is the operator's logger (default: slog.Default()).
+	Log *slog.Logger
+}
+
+// Controller reconciles CrawlJobs and ProfileJobs in one namespace.
+type Controller struct {
+	cfg      Config
+	kube     kubernetes.Interface
+	trawler  versioned.Interface
+	store    CrawlStore
+	clock    clock.WithTicker
+	logs     LogReader
+	recorder record.EventRecorder
+	log      *slog.Logger
+
+	kubeFactory    kubeinformers.SharedInformerFactory
+	cmFactory      kubeinformers.SharedInformerFactory
+	trawlerFactory informers.SharedInformerFactory
+	jobs           listers.CrawlJobLister
+	profiles       listers.ProfileJobLister
+	pods           corelisters.PodLister
+	pvcs           corelisters.PersistentVolumeClaimLister
+	configMaps     corelisters.ConfigMapLister
+	synced         []cache.InformerSynced
+
+	queue        workqueue.TypedRateLimitingInterface[string]
+	profileQueue workqueue.TypedRateLimitingInterface[string]
+
+	pollers   *pollers
+	finishers *finishers
+	// written remembers the status we last wrote per job and the version
+	// it replaced, so a sync racing the informer does not act on the old.
+	written sync.Map // key -> writtenJob
+}
+
+type writtenJob struct {
+	replacedRV string
+	job        *trawlerv1.CrawlJob
+}
+
+// New builds a Controller; call Run to start it.
+func New(cfg Config, deps Deps) (*Controller, error) {
+	if deps.Kube == nil || deps.Trawler == nil || deps.Store == nil {
+		return nil, errors.New("operator: Kube, Trawler and Store are required")
+	}
+	cfg = cfg.withDefaults()
+	c := &Controller{cfg: cfg, kube: deps.Kube, trawler: deps.Trawler, store: deps.Store,
+		clock: deps.Clock, logs: deps.Logs, recorder: deps.Recorder, log: deps.Log}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.logs == nil {
+		c.logs = apiLogReader{kube: deps.Kube}
+	}
+	if c.recorder == nil {
+		utilruntime.Must(trawlerscheme.AddToScheme(scheme.Scheme))
+		b := record.NewBroadcaster()
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: deps.Kube.CoreV1().Events(cfg.Namespace)})
+		c.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "trawler-operator"})
+	}
+
+	ns := cfg.Namespace
+	c.kubeFactory = kubeinformers.NewSharedInformerFactoryWithOptions(deps.Kube, cfg.Resync,
+		kubeinformers.WithNamespace(ns), kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = fmt.Sprintf("%s in (%s,%s,%s)", k8s.LabelRole, k8s.RoleCrawler, k8s.RoleRedis, k8s.RoleBrowser)
+		}))
+	c.cmFactory = kubeinformers.NewSharedInformerFactoryWithOptions(deps.Kube, cfg.Resync,
+		kubeinformers.WithNamespace(ns), kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = k8s.LabelCrawl
+		}))
+	c.trawlerFactory = informers.NewSharedInformerFactoryWithOptions(deps.Trawler, cfg.Resync, informers.WithNamespace(ns))
+
+	jobInf := c.trawlerFactory.Trawler().V1().CrawlJobs()
+	profInf := c.trawlerFactory.Trawler().V1().ProfileJobs()
+	podInf := c.kubeFactory.Core().V1().Pods()
+	pvcInf := c.kubeFactory.Core().V1().PersistentVolumeClaims()
+	cmInf := c.cmFactory.Core().V1().ConfigMaps()
+	c.jobs, c.profiles = jobInf.Lister(), profInf.Lister()
+	c.pods, c.pvcs, c.configMaps = podInf.Lister(), pvcInf.Lister(), cmInf.Lister()
+	c.synced = []cache.InformerSynced{jobInf.Informer().HasSynced, profInf.Informer().HasSynced,
+		podInf.Informer().HasSynced, pvcInf.Informer().HasSynced, cmInf.Informer().HasSynced}
+
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "crawljobs", Clock: c.clock})
+	c.profileQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "profilejobs", Clock: c.clock})
+	c.pollers = newPollers(cfg, deps.Store, c.clock, c.log, c.queue.Add)
+	c.finishers = newFinishers()
+
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{
+		{jobInf.Informer(), c.jobHandler(c.queue)},
+		{profInf.Informer(), c.jobHandler(c.profileQueue)},
+		{podInf.Informer(), c.childHandler()},
+		{pvcInf.Informer(), c.childHandler()},
+		{cmInf.Informer(), c.childHandler()},
+	}
+	for _, h := range handlers {
+		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+			return nil, fmt.Errorf("adding event handler: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Run starts the informers and workers and blocks until ctx is done.
+func (c *Controller) Run(ctx context.Context) error {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	defer c.profileQueue.ShutDown()
+	defer c.pollers.stopAll()
+
+	c.kubeFactory.Start(ctx.Done())
+	c.cmFactory.Start(ctx.Done())
+	c.trawlerFactory.Start(ctx.Done())
+	defer c.kubeFactory.Shutdown()
+	defer c.cmFactory.Shutdown()
+	defer c.trawlerFactory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("waiting for informer caches: %w", ctx.Err())
+	}
+	c.log.Info("operator started", "namespace", c.cfg.Namespace, "workers", c.cfg.Workers)
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.queue, c.sync), time.Second) })
+	}
+	wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.profileQueue, c.syncProfile), time.Second) })
+	<-ctx.Done()
+	c.queue.ShutDown()
+	c.profileQueue.ShutDown()
+	wg.Wait()
+	c.finishers.wait()
+	return nil
+}
+
+// worker processes keys until the queue shuts down: errors are retried
+// with rate limiting, success forgets the key's failures.
+func (c *Controller) worker(q workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) func(context.Context) {
+	return func(ctx context.Context) {
+		for {
+			key, quit := q.Get()
+			if quit {
+				return
+			}
+			err := sync(ctx, key)
+			switch {
+			case err == nil:
+				q.Forget(key)
+			case ctx.Err() != nil:
+				q.Forget(key)
+			default:
+				c.log.Warn("sync failed, will retry", "key", key, "attempt", q.NumRequeues(key)+1, "err", err)
+				q.AddRateLimited(key)
+			}
+			q.Done(key)
+		}
+	}
+}
+
+// jobHandler enqueues CrawlJobs or ProfileJobs on every change; resyncs
+// come through as updates with the same version and are the safety net.
+func (c *Controller) jobHandler(q workqueue.TypedRateLimitingInterface[string]) cache.ResourceEventHandler {
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			q.Add(key)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}
+}
+
+// childHandler maps a pod, PVC or ConfigMap event to its owning job.
+func (c *Controller) childHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueOwner,
+		UpdateFunc: func(old, cur any) {
+			if old.(metav1.Object).GetResourceVersion() == cur.(metav1.Object).GetResourceVersion() {
+				return // a resync; the owner's own resync covers it
+			}
+			c.enqueueOwner(cur)
+		},
+		DeleteFunc: c.enqueueOwner,
+	}
+}
+
+// enqueueOwner follows the controller reference (checking the UID, so a
+// child of a deleted job with the same name is ignored) and falls back to
+// the crawl label for a ConfigMap created just before its CrawlJob.
+func (c *Controller) enqueueOwner(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	ns := o.GetNamespace()
+	ref := metav1.GetControllerOf(o)
+	switch {
+	case ref != nil && ref.Kind == "CrawlJob" && ref.APIVersion == trawlerv1.SchemeGroupVersion.String():
+		if cj, err := c.jobs.CrawlJobs(ns).Get(ref.Name); err == nil && cj.UID == ref.UID {
+			c.queue.Add(ns + "/" + ref.Name)
+		}
+	case ref != nil && ref.Kind == "ProfileJob" && ref.APIVersion == trawlerv1.SchemeGroupVersion.String():
+		if pj, err := c.profiles.ProfileJobs(ns).Get(ref.Name); err == nil && pj.UID == ref.UID {
+			c.profileQueue.Add(ns + "/" + ref.Name)
+		}
+	case ref == nil:
+		if _, isCM := obj.(*corev1.ConfigMap); isCM && o.GetLabels()[k8s.LabelCrawl] != "" {
+			c.queue.Add(ns + "/" + k8s.CrawlJobName(o.GetLabels()[k8s.LabelCrawl]))
+		}
+	}
+}
+
+// splitKey splits a namespace/name key.
+func splitKey(key string) (string, string) {
+	ns, name, _ := strings.Cut(key, "/")
+	return ns, name
+}
+
+// isGone reports whether an API error means the object is already gone
+// or was replaced (a UID precondition failed).
+func isGone(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.IsConflict(err)
+}

@@ -1,0 +1,94 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// LeaderElection configures the Lease that makes exactly one replica run
+// the operator.
+type LeaderElection struct {
+	// Namespace and Name locate the Lease (default name "trawler-operator").
+	Namespace string
+	Name      string
+	// Identity names this replica (e.g. the pod name); must be unique.
+	Identity string
+	// LeaseDuration, RenewDeadline and RetryPeriod default to 15 s, 10 s
+	// and 2 s, client-go's usual values.
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	// OnLeading, when set, is called once this replica starts leading.
+	OnLeading func()
+}
+
+// ErrLostLeadership is returned by RunWithLeaderElection when another
+// replica took the Lease; the process should exit and start afresh.
+var ErrLostLeadership = errors.New("operator: lost leadership")
+
+// RunWithLeaderElection waits for the Lease and runs the controller while
+// holding it. It returns nil when ctx ends, ErrLostLeadership if the Lease
+// is lost (a Controller runs once; build a new one to lead again).
+func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElection) error {
+	if le.Identity == "" {
+		return errors.New("operator: leader election needs an identity")
+	}
+	if le.Name == "" {
+		le.Name = "trawler-operator"
+	}
+	if le.Namespace == "" {
+		le.Namespace = c.cfg.Namespace
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.Namespace, le.Name,
+		c.kube.CoreV1(), c.kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: le.Identity})
+	if err != nil {
+		return fmt.Errorf("creating lease lock: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var runErr error
+	lost := false
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   orDefault(le.LeaseDuration, 15*time.Second),
+		RenewDeadline:   orDefault(le.RenewDeadline, 10*time.Second),
+		RetryPeriod:     orDefault(le.RetryPeriod, 2*time.Second),
+		ReleaseOnCancel: true,
+		Name:            le.Name,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				c.log.Info("leading", "identity", le.Identity)
+				if le.OnLeading != nil {
+					le.OnLeading()
+				}
+				runErr = c.Run(ctx)
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					lost = true
+				}
+				cancel()
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("creating leader elector: %w", err)
+	}
+	elector.Run(runCtx)
+	if lost {
+		return ErrLostLeadership
+	}
+	return runErr
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}

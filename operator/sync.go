@@ -1,0 +1,326 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/trawlerhq/trawler/k8s"
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// sync reconciles one CrawlJob. It reads as the steps of the operator:
+// get, deletion path, finalizer, observe, decide, record the state,
+// apply children, finish, write status.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	cj, err := c.getJob(key)
+	if apierrors.IsNotFound(err) {
+		c.pollers.stop(key)
+		c.written.Delete(key)
+		c.finishers.forget(key)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cj.DeletionTimestamp == nil {
+		if cj, err = c.ensureFinalizer(ctx, cj); err != nil {
+			return err
+		}
+	} else if !slices.Contains(cj.Finalizers, k8s.Finalizer) {
+		c.pollers.stop(key)
+		return nil
+	}
+
+	o, err := c.observe(ctx, key, cj)
+	if err != nil {
+		return err
+	}
+	if cj.DeletionTimestamp != nil && cj.Status.Finished == nil {
+		// Deleting a running crawl cancels it, at once; decide then tears
+		// it down.
+		o.Job = cj.DeepCopy()
+		if err := c.cancelOnDelete(ctx, cj, &o.Job.Status); err != nil {
+			return err
+		}
+	}
+	d := decide(o, c.cfg)
+	c.reportProblems(cj, d.Problems)
+
+	if d.Poll {
+		c.pollers.ensure(context.WithoutCancel(ctx), key, cj, d.Control)
+	} else {
+		c.pollers.stop(key)
+	}
+
+	var errs []error
+	if d.Transition != nil {
+		if err := c.transition(ctx, cj, &d, o.Crawlers); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.Status.Finished != nil && !d.Teardown {
+		// The crawl just ended: tear down from the next sync on.
+		c.queue.Add(key)
+	}
+	requeue, err := c.apply(ctx, cj, o, desiredChildren(cj, c.cfg, d.Plan))
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if requeue > 0 {
+		d.RequeueAfter = minPositive(d.RequeueAfter, requeue)
+	}
+	if d.Status.Finished != nil {
+		c.finish(ctx, key, cj, &d, o)
+	}
+	if err := c.recordPods(ctx, cj, d.Status.Pods); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.writeStatus(ctx, key, cj, d.Status); err != nil {
+		errs = append(errs, err)
+	}
+	if d.Status.Finished != nil && meta.IsStatusConditionTrue(d.Status.Conditions, CondFinishTasks) {
+		after, err := c.release(ctx, cj, d.Status, o)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		d.RequeueAfter = minPositive(d.RequeueAfter, after)
+	}
+	if d.RequeueAfter > 0 {
+		c.queue.AddAfter(key, d.RequeueAfter)
+	}
+	return errors.Join(errs...)
+}
+
+// getJob returns a copy of the job from the cache, or the status we just
+// wrote when the cache still holds the version that write replaced.
+func (c *Controller) getJob(key string) (*trawlerv1.CrawlJob, error) {
+	ns, name := splitKey(key)
+	cj, err := c.jobs.CrawlJobs(ns).Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if w, ok := c.written.Load(key); ok {
+		if w := w.(writtenJob); w.replacedRV == cj.ResourceVersion {
+			return w.job.DeepCopy(), nil
+		}
+		c.written.Delete(key)
+	}
+	return cj.DeepCopy(), nil
+}
+
+// ensureFinalizer adds the finalizer before any child exists, so the
+// crawl can never be removed without its teardown.
+func (c *Controller) ensureFinalizer(ctx context.Context, cj *trawlerv1.CrawlJob) (*trawlerv1.CrawlJob, error) {
+	if slices.Contains(cj.Finalizers, k8s.Finalizer) {
+		return cj, nil
+	}
+	cj.Finalizers = append(cj.Finalizers, k8s.Finalizer)
+	updated, err := c.trawler.TrawlerV1().CrawlJobs(cj.Namespace).Update(ctx, cj, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("adding finalizer: %w", err)
+	}
+	return updated, nil
+}
+
+// observe gathers what decide needs from the caches, the poller and the
+// store.
+func (c *Controller) observe(ctx context.Context, key string, cj *trawlerv1.CrawlJob) (observed, error) {
+	o := observed{Now: c.clock.Now(), Job: cj, Crawlers: map[int]*corev1.Pod{},
+		PVCs: map[string]*corev1.PersistentVolumeClaim{}, OrgSlotFree: true}
+	sel := labels.SelectorFromSet(labels.Set{k8s.LabelCrawl: cj.Spec.ID})
+	pods, err := c.pods.Pods(cj.Namespace).List(sel)
+	if err != nil {
+		return o, fmt.Errorf("listing pods: %w", err)
+	}
+	for _, p := range pods {
+		if !metav1.IsControlledBy(p, cj) {
+			continue
+		}
+		if i, ok := k8s.CrawlerIndex(cj.Spec.ID, p.Name); ok && p.Labels[k8s.LabelRole] == k8s.RoleCrawler {
+			o.Crawlers[i] = p
+		} else if p.Name == k8s.RedisName(cj.Spec.ID) {
+			o.RedisPod = p
+		}
+	}
+	pvcs, err := c.pvcs.PersistentVolumeClaims(cj.Namespace).List(sel)
+	if err != nil {
+		return o, fmt.Errorf("listing pvcs: %w", err)
+	}
+	for _, p := range pvcs {
+		if metav1.IsControlledBy(p, cj) {
+			o.PVCs[p.Name] = p
+		}
+	}
+	if cm, err := c.configMaps.ConfigMaps(cj.Namespace).Get(cj.Spec.ConfigMap); err == nil {
+		_, o.ConfigMapOK = cm.Data[k8s.ConfigMapKey]
+	}
+	o.Redis = c.pollers.get(key)
+	o.FinishTasksDone = c.finishers.done(key)
+
+	state := cj.Status.State
+	if cj.DeletionTimestamp == nil && (state == "" || state == store.StateStarting || state == store.StateWaitingOrgLimit) {
+		if o.OrgSlotFree, err = c.orgSlotFree(ctx, cj); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// orgSlotFree applies the org's maxConcurrentCrawls quota.
+func (c *Controller) orgSlotFree(ctx context.Context, cj *trawlerv1.CrawlJob) (bool, error) {
+	oid, err := uuid.Parse(cj.Spec.OID)
+	if err != nil {
+		return true, nil // no org to limit by
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
+	defer cancel()
+	org, err := c.store.GetOrg(ctx, oid)
+	if errors.Is(err, store.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading org quota: %w", err)
+	}
+	if org.Quotas.MaxConcurrentCrawls <= 0 {
+		return true, nil
+	}
+	siblings, err := c.jobs.CrawlJobs(cj.Namespace).List(labels.SelectorFromSet(labels.Set{k8s.LabelOrg: cj.Spec.OID}))
+	if err != nil {
+		return false, fmt.Errorf("listing org crawls: %w", err)
+	}
+	return orgSlotFree(cj, siblings, org.Quotas.MaxConcurrentCrawls), nil
+}
+
+// transition applies decide's state change to the crawl document and
+// folds the result into the status.
+func (c *Controller) transition(ctx context.Context, cj *trawlerv1.CrawlJob, d *decision, crawlers map[int]*corev1.Pod) error {
+	t := d.Transition
+	now := c.clock.Now()
+	extra := store.CrawlStateExtra{Stats: t.Stats}
+	if t.Finished {
+		f := now.UTC().Truncate(time.Second)
+		extra.Finished = &f
+	}
+	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
+	changed, cur, err := c.store.SetCrawlState(sctx, cj.Spec.ID, t.To, t.From, extra)
+	cancel()
+	var res transitionResult
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		// The crawl was deleted under us: nothing left to run it for.
+		c.recorder.Event(cj, corev1.EventTypeWarning, ReasonDocumentMissing, "crawl document missing; stopping the crawl")
+		res = transitionResult{State: store.StateCanceled}
+	case err != nil:
+		return fmt.Errorf("setting crawl state %s: %w", t.To, err)
+	default:
+		res = transitionResult{Changed: changed, State: cur.State, Finished: cur.Finished}
+	}
+	prev := d.Status.State
+	applyTransitionResult(&d.Status, t, res, now)
+	if d.Status.State != prev {
+		c.log.Info("crawl state changed", "crawl", cj.Spec.ID, "from", prev, "to", d.Status.State)
+		c.recorder.Eventf(cj, corev1.EventTypeNormal, ReasonStateChanged, "%s -> %s", prev, d.Status.State)
+	}
+	if res.Changed && t.To == store.StateFailed {
+		c.logFailedCrawl(cj, crawlers)
+	}
+	return nil
+}
+
+// cancelOnDelete marks a deleted, unfinished crawl canceled. A crawl
+// whose document is gone or already final just adopts that.
+func (c *Controller) cancelOnDelete(ctx context.Context, cj *trawlerv1.CrawlJob, st *trawlerv1.CrawlJobStatus) error {
+	now := c.clock.Now()
+	f := now.UTC().Truncate(time.Second)
+	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
+	changed, cur, err := c.store.SetCrawlState(sctx, cj.Spec.ID, store.StateCanceled, store.RunningAndStartingStates,
+		store.CrawlStateExtra{Finished: &f})
+	cancel()
+	t := &transition{To: store.StateCanceled, Finished: true}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		applyTransitionResult(st, t, transitionResult{State: store.StateCanceled}, now)
+	case err != nil:
+		return fmt.Errorf("canceling deleted crawl: %w", err)
+	default:
+		applyTransitionResult(st, t, transitionResult{Changed: changed, State: cur.State, Finished: cur.Finished}, now)
+		if st.Finished == nil {
+			// The document is in a state that cannot be canceled yet is not
+			// final (should not happen); tear down anyway.
+			fin := metav1.NewTime(f)
+			st.Finished = &fin
+		}
+	}
+	return nil
+}
+
+// reportProblems emits a Warning Event when the spec's problems change,
+// not on every sync.
+func (c *Controller) reportProblems(cj *trawlerv1.CrawlJob, problems []string) {
+	if len(problems) == 0 {
+		return
+	}
+	prev := meta.FindStatusCondition(cj.Status.Conditions, CondSpecValid)
+	msg := joinProblems(problems)
+	if prev != nil && prev.Status == metav1.ConditionFalse && prev.Message == msg {
+		return
+	}
+	c.recorder.Event(cj, corev1.EventTypeWarning, ReasonInvalidSpec, msg)
+}
+
+// recordPods stores the per-pod view in the crawl document when it
+// changed.
+func (c *Controller) recordPods(ctx context.Context, cj *trawlerv1.CrawlJob, pods map[string]trawlerv1.PodStatus) error {
+	if apiequality.Semantic.DeepEqual(cj.Status.Pods, pods) || len(pods) == 0 {
+		return nil
+	}
+	out := make(map[string]store.PodStatus, len(pods))
+	now := c.clock.Now().UTC()
+	for k, p := range pods {
+		out[k] = toStorePod(p, now)
+	}
+	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
+	defer cancel()
+	err := c.store.SetCrawlPods(sctx, cj.Spec.ID, out)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("recording pod status: %w", err)
+	}
+	return nil
+}
+
+// writeStatus writes the status if it changed, and remembers it.
+func (c *Controller) writeStatus(ctx context.Context, key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus) error {
+	if apiequality.Semantic.DeepEqual(cj.Status, st) {
+		return nil
+	}
+	next := cj.DeepCopy()
+	next.Status = st
+	updated, err := c.trawler.TrawlerV1().CrawlJobs(cj.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("writing status: %w", err)
+	}
+	c.written.Store(key, writtenJob{replacedRV: cj.ResourceVersion, job: updated})
+	return nil
+}
+
+func minPositive(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
+}
