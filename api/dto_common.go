@@ -51,9 +51,9 @@ func (o *Opt[T]) UnmarshalJSON(data []byte) error {
 	return json.Unmarshal(data, &o.Value)
 }
 
-// ptr returns the value as a pointer (nil for an explicit null).
+// ptr returns the value as a pointer (nil when absent or null).
 func (o Opt[T]) ptr() *T {
-	if o.Null {
+	if !o.given() {
 		return nil
 	}
 	v := o.Value

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -329,3 +330,5 @@ func get(m any, path ...string) any {
 	}
 	return m
 }
+
+var errTest = errors.New("injected failure")
