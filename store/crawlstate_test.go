@@ -1,0 +1,242 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/trawlerhq/trawler/store"
+	"github.com/trawlerhq/trawler/store/storetest"
+)
+
+func TestSetCrawlState(t *testing.T) {
+	m := storetest.Open(t)
+	ctx := context.Background()
+	wf := mustWorkflow(t, m, uuid.New(), "wf", "https://a.example/")
+	mustCrawl(t, m, wf, "c", now())
+	at := now()
+	stats := &store.CrawlStats{Found: 3, Done: 2, Size: 10}
+
+	tests := []struct {
+		name        string
+		to          string
+		from        []string
+		extra       store.CrawlStateExtra
+		wantUpdated bool
+		wantState   string
+	}{
+		{"OKRunning", store.StateRunning, []string{store.StateStarting, store.StateWaitingCapacity}, store.CrawlStateExtra{}, true, store.StateRunning},
+		{"OKSameStateAgain", store.StateRunning, store.RunningStates, store.CrawlStateExtra{}, true, store.StateRunning},
+		{"NotAllowedAdoptsStored", store.StateWaitingOrgLimit, []string{store.StateStarting}, store.CrawlStateExtra{}, false, store.StateRunning},
+		{"OKComplete", store.StateComplete, store.RunningStates, store.CrawlStateExtra{Finished: &at, Stats: stats}, true, store.StateComplete},
+		{"LostRaceAfterFinish", store.StateCanceled, store.RunningAndStartingStates, store.CrawlStateExtra{Finished: &at}, false, store.StateComplete},
+		{"AnyFromEmptyAllowed", store.StateComplete, nil, store.CrawlStateExtra{}, true, store.StateComplete},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ok, cur, err := m.SetCrawlState(ctx, "c", tt.to, tt.from, tt.extra)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok != tt.wantUpdated || cur.State != tt.wantState {
+				t.Fatalf("updated %v state %s, want %v %s", ok, cur.State, tt.wantUpdated, tt.wantState)
+			}
+		})
+	}
+	t.Run("FinishedAndStatsStored", func(t *testing.T) {
+		c, err := m.GetCrawlByID(ctx, "c")
+		if err != nil || c.Finished == nil || !c.Finished.Equal(at) || *c.Stats != *stats {
+			t.Fatalf("crawl %+v, %v", c, err)
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		if _, _, err := m.SetCrawlState(ctx, "nope", store.StateRunning, nil, store.CrawlStateExtra{}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+func TestUpdateCrawlStats(t *testing.T) {
+	m := storetest.Open(t)
+	ctx := context.Background()
+	wf := mustWorkflow(t, m, uuid.New(), "wf", "https://a.example/")
+	mustCrawl(t, m, wf, "c", now())
+	s := store.CrawlStats{Found: 5, Done: 1, Size: 100}
+	for i, want := range []bool{true, false} {
+		wrote, err := m.UpdateCrawlStats(ctx, "c", s)
+		if err != nil || wrote != want {
+			t.Fatalf("call %d: wrote %v, %v; want %v", i, wrote, err, want)
+		}
+	}
+	s.Done = 2
+	if wrote, err := m.UpdateCrawlStats(ctx, "c", s); err != nil || !wrote {
+		t.Fatalf("changed done: wrote %v, %v", wrote, err)
+	}
+	at := now()
+	if _, _, err := m.SetCrawlState(ctx, "c", store.StateCanceled, nil, store.CrawlStateExtra{Finished: &at}); err != nil {
+		t.Fatal(err)
+	}
+	if wrote, err := m.UpdateCrawlStats(ctx, "c", store.CrawlStats{Found: 9}); err != nil || wrote {
+		t.Fatalf("after finish: wrote %v, %v; want no write", wrote, err)
+	}
+	if c, _ := m.GetCrawlByID(ctx, "c"); *c.Stats != s {
+		t.Fatalf("stats %+v, want %+v", c.Stats, s)
+	}
+	if _, err := m.UpdateCrawlStats(ctx, "nope", s); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("missing crawl: %v", err)
+	}
+}
+
+func TestAddCrawlFile(t *testing.T) {
+	m := storetest.Open(t)
+	ctx := context.Background()
+	wf := mustWorkflow(t, m, uuid.New(), "wf", "https://a.example/")
+	mustCrawl(t, m, wf, "c", now())
+	f := store.CrawlFile{Filename: "oid/c-0.wacz", Hash: "h", Size: 10}
+
+	tests := []struct {
+		name string
+		file store.CrawlFile
+		want store.FileResult
+	}{
+		{"OK", f, store.FileResult{Added: true, FileCount: 1, FileSize: 10}},
+		{"Replay", f, store.FileResult{Added: false, FileCount: 1, FileSize: 10}},
+		{"Second", store.CrawlFile{Filename: "oid/c-1.wacz", Size: 5}, store.FileResult{Added: true, FileCount: 2, FileSize: 15}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := m.AddCrawlFile(ctx, "c", tt.file)
+			if err != nil || got != tt.want {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+	t.Run("ErrNotFound", func(t *testing.T) {
+		if _, err := m.AddCrawlFile(ctx, "nope", f); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	c, err := m.GetCrawlByID(ctx, "c")
+	if err != nil || len(c.Files) != 2 || c.Files[0] != f {
+		t.Fatalf("files %+v, %v", c.Files, err)
+	}
+}
+
+func TestCrawlErrors(t *testing.T) {
+	m := storetest.Open(t)
+	ctx := context.Background()
+	line := func(i int) string { return fmt.Sprintf(`{"message":"e%d"}`, i) }
+	lines := func(from, to int) []string {
+		var out []string
+		for i := from; i < to; i++ {
+			out = append(out, line(i))
+		}
+		return out
+	}
+	steps := []struct {
+		name    string
+		seq     int64
+		lines   []string
+		wantErr error
+	}{
+		{"OK", 0, lines(0, 3), nil},
+		{"Replay", 0, lines(0, 3), nil},
+		{"Overlap", 2, lines(2, 5), nil},
+		{"IdenticalLinesKept", 5, []string{line(4)}, nil},
+		{"ErrGap", 8, lines(8, 9), store.ErrConflict},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if err := m.AddCrawlErrors(ctx, "c", st.seq, st.lines); !errors.Is(err, st.wantErr) {
+				t.Fatalf("err = %v, want %v", err, st.wantErr)
+			}
+		})
+	}
+	got, total, err := m.ListCrawlErrors(ctx, "c", store.Paging{Page: 2, PageSize: 4})
+	want := []string{line(4), line(4)}
+	if err != nil || total != 6 || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("page 2: %v total %d, %v; want %v total 6", got, total, err, want)
+	}
+	if _, total, _ := m.ListCrawlErrors(ctx, "other", store.Paging{}); total != 0 {
+		t.Fatalf("other crawl has %d errors", total)
+	}
+}
+
+// TestConcurrentRecording has several goroutines record the same files and
+// the same error batches, as a restarted operator racing its predecessor
+// would: each must land exactly once.
+func TestConcurrentRecording(t *testing.T) {
+	m := storetest.Open(t)
+	ctx := context.Background()
+	wf := mustWorkflow(t, m, uuid.New(), "wf", "https://a.example/")
+	mustCrawl(t, m, wf, "c", now())
+	const workers, files = 8, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*files*2)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range files {
+				// Each worker goes through the files in its own order.
+				n := (i + w) % files
+				f := store.CrawlFile{Filename: fmt.Sprintf("f%d.wacz", n), Size: int64(n + 1)}
+				if _, err := m.AddCrawlFile(ctx, "c", f); err != nil {
+					errs <- err
+				}
+				batch := []string{fmt.Sprintf("e%d", 2*i), fmt.Sprintf("e%d", 2*i+1)}
+				if err := m.AddCrawlErrors(ctx, "c", int64(2*i), batch); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	c, err := m.GetCrawlByID(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSize := int64(files * (files + 1) / 2)
+	if len(c.Files) != files || c.FileCount != files || c.FileSize != wantSize {
+		t.Fatalf("files %d count %d size %d, want %d %d %d", len(c.Files), c.FileCount, c.FileSize, files, files, wantSize)
+	}
+	lines, total, err := m.ListCrawlErrors(ctx, "c", store.Paging{})
+	if err != nil || total != 2*files {
+		t.Fatalf("errors total %d, %v", total, err)
+	}
+	for i, l := range lines {
+		if l != fmt.Sprintf("e%d", i) {
+			t.Fatalf("error %d = %q", i, l)
+		}
+	}
+}
+
+func TestSetCrawlPods(t *testing.T) {
+	m := storetest.Open(t)
+	ctx := context.Background()
+	wf := mustWorkflow(t, m, uuid.New(), "wf", "https://a.example/")
+	mustCrawl(t, m, wf, "c", now())
+	code := int32(137)
+	pods := map[string]store.PodStatus{
+		"0":     {Phase: "Failed", ExitCode: &code, Reason: "OOMKilled", MemoryUsed: 900, MemoryAlloc: 1000, LastUpdated: now()},
+		"redis": {Phase: "Running"},
+	}
+	if err := m.SetCrawlPods(ctx, "c", pods); err != nil {
+		t.Fatal(err)
+	}
+	c, err := m.GetCrawlByID(ctx, "c")
+	if err != nil || c.Pods["0"].Reason != "OOMKilled" || *c.Pods["0"].ExitCode != 137 || c.Pods["redis"].Phase != "Running" {
+		t.Fatalf("pods %+v, %v", c.Pods, err)
+	}
+	if err := m.SetCrawlPods(ctx, "nope", pods); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("missing crawl: %v", err)
+	}
+}

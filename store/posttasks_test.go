@@ -1,0 +1,114 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trawlerhq/trawler/store"
+	"github.com/trawlerhq/trawler/store/storetest"
+)
+
+func TestRunPostCrawlTasks(t *testing.T) {
+	m := storetest.Open(t)
+	ctx := context.Background()
+	org := mustOrg(t, m, "org")
+	coll := &store.Collection{ID: uuid.New(), OID: org.ID, Name: "auto", Modified: now()}
+	if err := m.CreateCollection(ctx, coll); err != nil {
+		t.Fatal(err)
+	}
+	wf := newWorkflow(org.ID, "wf", "https://a.example/")
+	wf.AutoAddCollections = []uuid.UUID{coll.ID}
+	wf.Tags = []string{"t"}
+	if err := m.CreateCrawlConfig(ctx, wf); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+	t.Run("ErrNotFinished", func(t *testing.T) {
+		mustCrawl(t, m, wf, "running", t0.Add(-time.Hour))
+		if _, err := m.RunPostCrawlTasks(ctx, "running"); !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("err = %v", err)
+		}
+		if _, err := m.RunPostCrawlTasks(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("missing: %v", err)
+		}
+		finish(t, m, "running", store.StateCanceled, t0.Add(-50*time.Minute))
+		if _, err := m.RunPostCrawlTasks(ctx, "running"); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	// A successful crawl of 90 s, then a failed one: the failed one must
+	// not count as successful nor add bytes or usage (#3011).
+	c := newCrawl(wf, "ok", t0)
+	c.Tags = []string{"t"}
+	if err := m.AddCrawl(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.UpdateCrawlStats(ctx, "ok", store.CrawlStats{Found: 10, Done: 7, Size: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	finish(t, m, "ok", store.StateComplete, t0.Add(90*time.Second), 600, 400)
+	mustCrawl(t, m, wf, "bad", t0.Add(time.Hour))
+	finish(t, m, "bad", store.StateFailed, t0.Add(time.Hour+time.Minute), 50)
+
+	for _, id := range []string{"ok", "bad", "ok", "bad"} { // twice: idempotent
+		got, err := m.RunPostCrawlTasks(ctx, id)
+		if err != nil || !got.PostCrawlDone {
+			t.Fatalf("%s: %+v, %v", id, got, err)
+		}
+	}
+
+	t.Run("WorkflowStats", func(t *testing.T) {
+		w, err := m.GetCrawlConfig(ctx, org.ID, wf.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := w.WorkflowStats
+		if s.CrawlAttemptCount != 3 || s.CrawlCount != 3 || s.CrawlSuccessfulCount != 1 || s.TotalSize != 1000 {
+			t.Fatalf("counts %+v", s)
+		}
+		if *s.LastCrawlID != "bad" || *s.LastCrawlState != store.StateFailed || *s.LastCrawlSize != 50 ||
+			!s.LastCrawlTime.Equal(t0.Add(time.Hour+time.Minute)) || s.IsCrawlRunning || *s.LastStartedBy != wf.CreatedBy {
+			t.Fatalf("last crawl %+v", s)
+		}
+	})
+	t.Run("OrgBytesAndUsage", func(t *testing.T) {
+		o, err := m.GetOrg(ctx, org.ID)
+		if err != nil || o.BytesStored != 1000 || o.Usage["2026-11"] != 90 || len(o.Usage) != 1 {
+			t.Fatalf("bytesStored %d usage %v, %v; want 1000 and 2026-11: 90", o.BytesStored, o.Usage, err)
+		}
+	})
+	t.Run("AutoAddCollection", func(t *testing.T) {
+		ok, _ := m.GetCrawlByID(ctx, "ok")
+		bad, _ := m.GetCrawlByID(ctx, "bad")
+		if len(ok.CollectionIDs) != 1 || ok.CollectionIDs[0] != coll.ID || len(bad.CollectionIDs) != 0 {
+			t.Fatalf("collectionIds ok %v bad %v", ok.CollectionIDs, bad.CollectionIDs)
+		}
+		got, err := m.GetCollection(ctx, org.ID, coll.ID)
+		if err != nil || got.CrawlCount != 1 || got.PageCount != 7 || got.TotalSize != 1000 || len(got.Tags) != 1 {
+			t.Fatalf("collection %+v, %v", got, err)
+		}
+	})
+	t.Run("RunningCrawlShownOnWorkflow", func(t *testing.T) {
+		mustCrawl(t, m, wf, "next", t0.Add(2*time.Hour))
+		if err := m.RecomputeWorkflowStats(ctx, wf.ID); err != nil {
+			t.Fatal(err)
+		}
+		w, _ := m.GetCrawlConfig(ctx, org.ID, wf.ID)
+		s := w.WorkflowStats
+		if !s.IsCrawlRunning || *s.LastCrawlID != "next" || s.LastCrawlTime != nil || s.CrawlCount != 3 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
+	t.Run("ErrCollectionNameTaken", func(t *testing.T) {
+		err := m.CreateCollection(ctx, &store.Collection{ID: uuid.New(), OID: org.ID, Name: "auto"})
+		if store.Detail(err) != "collection_name_taken" {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
