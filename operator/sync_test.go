@@ -1,0 +1,333 @@
+package operator
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/trawlerhq/trawler/k8s"
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	trawlerfake "github.com/trawlerhq/trawler/k8s/generated/clientset/versioned/fake"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// fixture is a Controller on fake clientsets whose caches are filled
+// directly, as in sample-controller's tests.
+type fixture struct {
+	t       *testing.T
+	c       *Controller
+	kube    *kubefake.Clientset
+	trawler *trawlerfake.Clientset
+	store   *memStore
+	clock   *testingclock.FakeClock
+	events  *record.FakeRecorder
+}
+
+func newFixture(t *testing.T, cj *trawlerv1.CrawlJob, objs ...runtime.Object) *fixture {
+	t.Helper()
+	f := &fixture{t: t, kube: kubefake.NewClientset(objs...), trawler: trawlerfake.NewSimpleClientset(cj),
+		store: newMemStore(), clock: testingclock.NewFakeClock(t0.Add(time.Second)), events: record.NewFakeRecorder(100)}
+	f.store.addCrawl(cj.Spec.ID)
+	c, err := New(testConfig(), Deps{Kube: f.kube, Trawler: f.trawler, Store: f.store, Clock: f.clock,
+		Recorder: f.events, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c = c
+	f.seed(cj)
+	for _, o := range objs {
+		f.seed(o)
+	}
+	return f
+}
+
+// seed puts an object into the matching informer cache.
+func (f *fixture) seed(obj runtime.Object) {
+	var err error
+	switch o := obj.(type) {
+	case *trawlerv1.CrawlJob:
+		err = f.c.trawlerFactory.Trawler().V1().CrawlJobs().Informer().GetIndexer().Add(o)
+	case *corev1.Pod:
+		err = f.c.kubeFactory.Core().V1().Pods().Informer().GetIndexer().Add(o)
+	case *corev1.PersistentVolumeClaim:
+		err = f.c.kubeFactory.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Add(o)
+	case *corev1.ConfigMap:
+		err = f.c.cmFactory.Core().V1().ConfigMaps().Informer().GetIndexer().Add(o)
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// withRedis makes the crawl's poller report st without any Redis.
+func (f *fixture) withRedis(st *redisState) {
+	done := make(chan struct{})
+	close(done)
+	f.c.pollers.m["crawlers/"+k8s.CrawlJobName(testID)] = &poller{state: st, kick: make(chan struct{}, 1),
+		done: done, cancel: func() {}}
+}
+
+func (f *fixture) sync() error {
+	f.kube.ClearActions()
+	f.trawler.ClearActions()
+	return f.c.sync(context.Background(), "crawlers/"+k8s.CrawlJobName(testID))
+}
+
+// writes lists the mutating actions of the last sync as "verb resource[/sub] name".
+func (f *fixture) writes() []string {
+	var out []string
+	for _, a := range append(f.kube.Actions(), f.trawler.Actions()...) {
+		if a.GetVerb() == "get" || a.GetVerb() == "list" || a.GetVerb() == "watch" {
+			continue
+		}
+		s := a.GetVerb() + " " + a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			s += "/" + a.GetSubresource()
+		}
+		switch x := a.(type) {
+		case k8stesting.CreateAction:
+			s += " " + x.GetObject().(metav1.Object).GetName()
+		case k8stesting.DeleteAction:
+			s += " " + x.GetName()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (f *fixture) status() trawlerv1.CrawlJobStatus {
+	cj, err := f.trawler.TrawlerV1().CrawlJobs("crawlers").Get(context.Background(), k8s.CrawlJobName(testID), metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return cj.Status
+}
+
+func configMap() *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: k8s.CrawlConfigMapName(testID), Namespace: "crawlers",
+		Labels: map[string]string{k8s.LabelCrawl: testID}}, Data: map[string]string{k8s.ConfigMapKey: "{}"}}
+}
+
+func withFinalizer(cj *trawlerv1.CrawlJob) { cj.Finalizers = []string{k8s.Finalizer} }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if strings.HasPrefix(x, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSyncCreatesChildrenOfANewCrawl(t *testing.T) {
+	f := newFixture(t, newJob(2, withFinalizer), configMap())
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	w := f.writes()
+	for _, want := range []string{"create persistentvolumeclaims redis-" + testID, "create persistentvolumeclaims " + name(0),
+		"create persistentvolumeclaims " + name(1), "create pods " + name(0), "create pods " + name(1), "update crawljobs/status"} {
+		if !contains(w, want) {
+			t.Errorf("missing %q in %v", want, w)
+		}
+	}
+	if contains(w, "create pods redis-"+testID) {
+		t.Error("redis pod created before any crawler is active")
+	}
+	if st := f.status(); st.Scale != 2 || st.State != store.StateStarting {
+		t.Errorf("status %+v", st)
+	}
+}
+
+func TestSyncAddsTheFinalizerFirst(t *testing.T) {
+	f := newFixture(t, newJob(1), configMap())
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	for _, a := range f.trawler.Actions() {
+		if a.GetVerb() == "update" {
+			first = a.GetSubresource()
+			break
+		}
+	}
+	if first != "" || len(f.trawler.Actions()) == 0 {
+		t.Errorf("first crawljob write is %q, want the finalizer update", first)
+	}
+	cj, _ := f.trawler.TrawlerV1().CrawlJobs("crawlers").Get(context.Background(), k8s.CrawlJobName(testID), metav1.GetOptions{})
+	if !contains(cj.Finalizers, k8s.Finalizer) {
+		t.Errorf("finalizers %v", cj.Finalizers)
+	}
+}
+
+func TestSyncInvalidSpecWarnsOnceWithoutRetrying(t *testing.T) {
+	f := newFixture(t, newJob(1, withFinalizer)) // no ConfigMap
+	if err := f.sync(); err != nil {
+		t.Fatalf("user error returned as error (hot loop): %v", err)
+	}
+	if len(f.events.Events) != 1 || !strings.Contains(<-f.events.Events, "InvalidSpec") {
+		t.Fatal("no warning event")
+	}
+	c := meta.FindStatusCondition(f.status().Conditions, CondSpecValid)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		t.Fatalf("condition %+v", c)
+	}
+	if w := f.writes(); contains(w, "create pods "+name(0)) {
+		t.Error("pods created without their config")
+	}
+	// The next sync sees its own status: no second event, no write.
+	cj, _ := f.trawler.TrawlerV1().CrawlJobs("crawlers").Get(context.Background(), k8s.CrawlJobName(testID), metav1.GetOptions{})
+	f.seed(cj)
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.events.Events) != 0 || len(f.writes()) != 0 {
+		t.Errorf("events %d writes %v on an unchanged invalid job", len(f.events.Events), f.writes())
+	}
+}
+
+func TestSyncSteadyRunningCrawlWritesNothing(t *testing.T) {
+	cj := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1))
+	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
+	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), redisPodIn(corev1.PodRunning),
+		pvcs["redis-"+testID], pvcs[name(0)])
+	r := reachable("running")
+	r.PagesFound, r.PagesDone = 4, 2
+	f.withRedis(r)
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	// First sync: stats and pods reach the status.
+	updated, _ := f.trawler.TrawlerV1().CrawlJobs("crawlers").Get(context.Background(), cj.Name, metav1.GetOptions{})
+	f.seed(updated)
+	for range 3 {
+		f.clock.Step(time.Second)
+		if err := f.sync(); err != nil {
+			t.Fatal(err)
+		}
+		if w := f.writes(); len(w) != 0 {
+			t.Fatalf("writes while nothing changed: %v", w)
+		}
+	}
+}
+
+func TestSyncRecreatesFailedPods(t *testing.T) {
+	cj := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1))
+	evicted := crawlerPodIn(0, corev1.PodFailed)
+	evicted.Status.Reason = "Evicted"
+	f := newFixture(t, cj, configMap(), evicted, redisPodIn(corev1.PodRunning))
+	f.withRedis(reachable("running"))
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); !contains(w, "delete pods "+name(0)) {
+		t.Errorf("evicted pod not deleted: %v", w)
+	}
+}
+
+func TestSyncDeletedCrawlIsCanceledAndTornDownInOrder(t *testing.T) {
+	cj := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) {
+		cj.DeletionTimestamp = mtime(t0)
+	})
+	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
+	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), redisPodIn(corev1.PodRunning),
+		pvcs["redis-"+testID], pvcs[name(0)])
+	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.store.get(testID); got.State != store.StateCanceled || got.Finished == nil {
+		t.Errorf("crawl %s finished %v", got.State, got.Finished)
+	}
+	w := f.writes()
+	if !contains(w, "delete pods "+name(0)) {
+		t.Errorf("crawler pod not deleted first: %v", w)
+	}
+	for _, bad := range []string{"delete pods redis-" + testID, "delete persistentvolumeclaims " + name(0)} {
+		if contains(w, bad) {
+			t.Errorf("%q while a crawler pod remains", bad)
+		}
+	}
+	if st := f.status(); st.State != store.StateCanceled || st.Finished == nil {
+		t.Errorf("status %+v", st)
+	}
+}
+
+func TestSyncDeletedCrawlWithoutDocumentStillTearsDown(t *testing.T) {
+	cj := newJob(1, withFinalizer, func(cj *trawlerv1.CrawlJob) { cj.DeletionTimestamp = mtime(t0) })
+	f := newFixture(t, cj, configMap())
+	delete(f.store.crawls, testID)
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.status(); st.State != store.StateCanceled || st.Finished == nil {
+		t.Errorf("status %+v", st)
+	}
+}
+
+func TestSyncStoreOutageIsRetriedWithStatusKept(t *testing.T) {
+	cj := newJob(1, withFinalizer, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.Scale, s.InitRedis = 1, true }))
+	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), redisPodIn(corev1.PodRunning))
+	f.withRedis(reachable("running"))
+	f.store.setDown(true)
+	if err := f.sync(); err == nil {
+		t.Fatal("store outage not returned for a rate-limited retry")
+	}
+	if st := f.status(); st.State == store.StateRunning {
+		t.Error("state moved without the document")
+	}
+	f.store.setDown(false)
+	updated, _ := f.trawler.TrawlerV1().CrawlJobs("crawlers").Get(context.Background(), cj.Name, metav1.GetOptions{})
+	f.seed(updated)
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.status(); st.State != store.StateRunning {
+		t.Errorf("state %s after the store came back", st.State)
+	}
+}
+
+func TestSyncReleasesAFinishedCrawlAfterItsTTL(t *testing.T) {
+	finished := func(cj *trawlerv1.CrawlJob) {
+		cj.Status.State, cj.Status.Finished, cj.Status.Scale = store.StateComplete, mtime(t0), 1
+		setCondition(&cj.Status, CondFinishTasks, metav1.ConditionTrue, "Done", "", t0)
+	}
+	f := newFixture(t, newJob(1, withFinalizer, finished), configMap())
+	f.clock.SetTime(t0.Add(10 * time.Second))
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); contains(w, "delete crawljobs") {
+		t.Fatalf("deleted before the ttl: %v", w)
+	}
+	f.clock.SetTime(t0.Add(31 * time.Second))
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); !contains(w, "delete crawljobs") {
+		t.Fatalf("not deleted after the ttl: %v", w)
+	}
+
+	deleting := newJob(1, withFinalizer, finished, func(cj *trawlerv1.CrawlJob) { cj.DeletionTimestamp = mtime(t0.Add(31 * time.Second)) })
+	f = newFixture(t, deleting, configMap())
+	f.clock.SetTime(t0.Add(32 * time.Second))
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	cj, _ := f.trawler.TrawlerV1().CrawlJobs("crawlers").Get(context.Background(), deleting.Name, metav1.GetOptions{})
+	if len(cj.Finalizers) != 0 {
+		t.Errorf("finalizer kept: %v (writes %v)", cj.Finalizers, f.writes())
+	}
+}
