@@ -57,7 +57,7 @@ func (s *Server) listCrawlConfigs(c echo.Context) error {
 		CreatedBy: q.uuid("userid"), ModifiedBy: q.uuid("modifiedBy"),
 		FirstSeed: q.optStr("firstSeed"), Name: q.optStr("name"), Description: q.optStr("description"),
 		Tags: c.QueryParams()["tag"], Schedule: q.bool("schedule"),
-		SortBy: q.str("sortBy"), SortDirection: q.int("sortDirection", -1),
+		SortBy: q.str("sortBy"), SortDirection: q.sortDirection(),
 		Paging: store.Paging{Page: p.Page, PageSize: p.PageSize},
 	}
 	if err := q.err(); err != nil {

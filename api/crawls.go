@@ -95,7 +95,7 @@ func crawlFilter(q *query, p page) store.CrawlFilter {
 		UserID: q.uuid("userid"), CID: q.uuid("cid"), FirstSeed: q.optStr("firstSeed"),
 		Name: q.optStr("name"), Description: q.optStr("description"),
 		CollectionID: q.uuid("collectionId"), SortBy: q.str("sortBy"),
-		SortDirection: q.int("sortDirection", -1), Paging: store.Paging{Page: p.Page, PageSize: p.PageSize},
+		SortDirection: q.sortDirection(), Paging: store.Paging{Page: p.Page, PageSize: p.PageSize},
 	}
 	// Unknown states are dropped, as upstream does.
 	for _, st := range strings.Split(q.str("state"), ",") {

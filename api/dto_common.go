@@ -193,8 +193,9 @@ func newPageOut[T any](items []T, total int, p page) pageOut[T] {
 
 // query reads typed query parameters, collecting 422 errors.
 type query struct {
-	c echo.Context
-	v validator
+	c    echo.Context
+	v    validator
+	fail error // a non-422 error, reported when there is no 422
 }
 
 func newQuery(c echo.Context) *query { return &query{c: c} }
@@ -267,4 +268,18 @@ func (q *query) page() page {
 	return p
 }
 
-func (q *query) err() error { return q.v.err() }
+// sortDirection is 1 or -1 (default -1); anything else is upstream's 400.
+func (q *query) sortDirection() int {
+	d := q.int("sortDirection", -1)
+	if d != 1 && d != -1 {
+		q.fail = badRequest("invalid_sort_direction")
+	}
+	return d
+}
+
+func (q *query) err() error {
+	if err := q.v.err(); err != nil {
+		return err
+	}
+	return q.fail
+}

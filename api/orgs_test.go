@@ -8,7 +8,7 @@ import (
 func TestOrgSerializationByRole(t *testing.T) {
 	e := newEnv(t)
 	for _, tc := range []struct {
-		as                string
+		as                 string
 		hasUsers, hasUsage bool
 	}{
 		{asAdmin, true, true}, {asOwner, true, true}, {asCrawler, false, true}, {asViewer, false, false},
