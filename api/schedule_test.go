@@ -1,0 +1,96 @@
+package api
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func (e *env) crawlsOf(cid string) []any {
+	e.t.Helper()
+	return e.mustJSON(asAdmin, "GET", e.orgPath("/crawls?cid="+cid), nil, 200)["items"].([]any)
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestScheduler(t *testing.T) {
+	e := newEnv(t)
+	sched := e.srv.Scheduler()
+	if err := sched.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer sched.Stop()
+	body := workflowBody("every second", false)
+	body["schedule"] = "@every 1s"
+	cid := e.createWorkflow(asCrawler, body)["id"].(string)
+
+	waitFor(t, "two scheduled crawls", 10*time.Second, func() bool { return len(e.crawlsOf(cid)) >= 2 })
+	seen := map[string]bool{}
+	for _, c := range e.crawlsOf(cid) {
+		id := get(c, "id").(string)
+		if !strings.HasPrefix(id, "sched-") || get(c, "manual") != false || seen[id] {
+			t.Fatalf("scheduled crawl: %v", c)
+		}
+		seen[id] = true
+	}
+	for _, req := range e.launcher.launched {
+		if req.Spec.Manual {
+			t.Fatalf("scheduled crawl launched as manual: %+v", req.Spec)
+		}
+	}
+
+	// Unscheduling takes effect at once (Reload), no further crawls.
+	e.mustJSON(asCrawler, "PATCH", e.orgPath("/crawlconfigs/"+cid), map[string]any{"schedule": ""}, 200)
+	time.Sleep(200 * time.Millisecond)
+	n := len(e.crawlsOf(cid))
+	time.Sleep(2500 * time.Millisecond)
+	if got := len(e.crawlsOf(cid)); got != n {
+		t.Fatalf("%d crawls after unscheduling, want %d", got, n)
+	}
+
+	// A full org skips the tick without a record.
+	e.mustJSON(asAdmin, "POST", e.orgPath("/quotas"), map[string]any{"storageQuota": 1}, 200)
+	if _, err := e.store.DB().Collection("organizations").UpdateByID(t.Context(), e.org,
+		map[string]any{"$set": map[string]any{"bytesStored": 5}}); err != nil {
+		t.Fatal(err)
+	}
+	e.mustJSON(asCrawler, "PATCH", e.orgPath("/crawlconfigs/"+cid), map[string]any{"schedule": "@every 1s"}, 200)
+	time.Sleep(2500 * time.Millisecond)
+	if got := len(e.crawlsOf(cid)); got != n {
+		t.Fatalf("%d crawls with a full org, want %d", got, n)
+	}
+
+	// Stopped (leadership lost): nothing runs.
+	sched.Stop()
+	e.mustJSON(asAdmin, "POST", e.orgPath("/quotas"), map[string]any{}, 200)
+	time.Sleep(2 * time.Second)
+	if got := len(e.crawlsOf(cid)); got != n {
+		t.Fatalf("%d crawls after Stop, want %d", got, n)
+	}
+}
+
+// TestSchedulerRescan: a change made through another replica is picked
+// up by the periodic rescan.
+func TestSchedulerRescan(t *testing.T) {
+	e := newEnv(t)
+	cfg := testConfig()
+	cfg.ScheduleRescan = 300 * time.Millisecond
+	leader := New(cfg, Deps{Store: e.store, Launcher: e.launcher})
+	if err := leader.Scheduler().Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer leader.Scheduler().Stop()
+	body := workflowBody("elsewhere", false)
+	body["schedule"] = "@every 1s"
+	cid := e.createWorkflow(asCrawler, body)["id"].(string) // through e.srv, not the leader
+	waitFor(t, "a crawl started by the leader", 5*time.Second, func() bool { return len(e.crawlsOf(cid)) >= 1 })
+}
