@@ -160,7 +160,7 @@ func (p *process) run() int {
 	if err != nil {
 		p.log.error("general", "Crawl failed", exception(err))
 		status, code = statusFailing, 9
-		failed, ferr := p.state.incFailCount(p.p.sim.failWindow)
+		failed, ferr := p.state.incFailCount(max(p.scaled(p.p.sim.failWindow), time.Millisecond))
 		if ferr != nil {
 			return 0
 		}
