@@ -227,6 +227,15 @@ func (r resp) JSON() any {
 // do sends a request as role (a key of e.tokens, or "" for no token).
 func (e *env) do(as, method, path string, body any) resp {
 	e.t.Helper()
+	r, err := e.request(as, method, path, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+// request is do without the test helper calls, for fuzz targets.
+func (e *env) request(as, method, path string, body any) (resp, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -237,7 +246,7 @@ func (e *env) do(as, method, path string, body any) resp {
 	default:
 		raw, err := json.Marshal(b)
 		if err != nil {
-			e.t.Fatal(err)
+			return resp{}, err
 		}
 		rd = bytes.NewReader(raw)
 	}
@@ -248,7 +257,7 @@ func (e *env) do(as, method, path string, body any) resp {
 	}
 	rec := httptest.NewRecorder()
 	e.srv.Handler().ServeHTTP(rec, req)
-	return resp{Code: rec.Code, Body: rec.Body.Bytes()}
+	return resp{Code: rec.Code, Body: rec.Body.Bytes()}, nil
 }
 
 // mustJSON sends a request, checks the status and decodes an object.
