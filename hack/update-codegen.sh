@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates everything derived from the types in k8s/apis/:
 #   k8s/apis/trawler/v1/zz_generated.deepcopy.go      deepcopy-gen
-#   k8s/generated/{applyconfiguration,clientset/versioned,listers,informers/externalversions}
-#                        applyconfiguration-gen, client-gen, lister-gen, informer-gen
+#   k8s/generated/{clientset/versioned,listers,informers/externalversions}
+#                                                      client-gen, lister-gen, informer-gen
 #   k8s/crds/*.yaml and deploy/helm/trawler/crds/      controller-gen
 # The generators are pinned by the separate module hack/tools/codegen, built
 # once per go.sum into a cache folder; the only network they need is the Go
@@ -51,7 +51,6 @@ if [ ! -x "$bin/controller-gen" ]; then
 	mkdir -p "$bin.tmp"
 	(cd "$tools" && CGO_ENABLED=0 go build -o "$bin.tmp/" \
 		k8s.io/code-generator/cmd/deepcopy-gen \
-		k8s.io/code-generator/cmd/applyconfiguration-gen \
 		k8s.io/code-generator/cmd/client-gen \
 		k8s.io/code-generator/cmd/lister-gen \
 		k8s.io/code-generator/cmd/informer-gen \
@@ -68,14 +67,10 @@ log "deepcopy"
 
 # Start from empty folders so that a removed type leaves no stale file.
 rm -rf k8s/generated k8s/crds
-# Apply configurations give the clientset Apply/ApplyStatus (server-side
-# apply) and its fake a field-managed NewClientset.
-log "apply configurations"
-"$bin/applyconfiguration-gen" --go-header-file "$header" \
-	--output-dir k8s/generated/applyconfiguration --output-pkg "$module/k8s/generated/applyconfiguration" "./$apis"
+# No apply configurations: without an OpenAPI schema of the types their
+# fake NewClientset rejects every CrawlJob, and nothing needs Apply.
 log "clientset"
 "$bin/client-gen" --go-header-file "$header" \
-	--apply-configuration-package "$module/k8s/generated/applyconfiguration" \
 	--clientset-name versioned --input-base "" --input "$module/$apis" \
 	--output-dir k8s/generated/clientset --output-pkg "$module/k8s/generated/clientset"
 log "listers"

@@ -3,7 +3,6 @@ module github.com/trawlerhq/trawler/hack/tools/codegen
 go 1.26.0
 
 tool (
-	k8s.io/code-generator/cmd/applyconfiguration-gen
 	k8s.io/code-generator/cmd/client-gen
 	k8s.io/code-generator/cmd/deepcopy-gen
 	k8s.io/code-generator/cmd/informer-gen

@@ -6,7 +6,6 @@ import (
 	context "context"
 
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
-	applyconfigurationtrawlerv1 "github.com/trawlerhq/trawler/k8s/generated/applyconfiguration/trawler/v1"
 	scheme "github.com/trawlerhq/trawler/k8s/generated/clientset/versioned/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
@@ -32,21 +31,18 @@ type CrawlJobInterface interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*trawlerv1.CrawlJobList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (result *trawlerv1.CrawlJob, err error)
-	Apply(ctx context.Context, crawlJob *applyconfigurationtrawlerv1.CrawlJobApplyConfiguration, opts metav1.ApplyOptions) (result *trawlerv1.CrawlJob, err error)
-	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
-	ApplyStatus(ctx context.Context, crawlJob *applyconfigurationtrawlerv1.CrawlJobApplyConfiguration, opts metav1.ApplyOptions) (result *trawlerv1.CrawlJob, err error)
 	CrawlJobExpansion
 }
 
 // crawlJobs implements CrawlJobInterface
 type crawlJobs struct {
-	*gentype.ClientWithListAndApply[*trawlerv1.CrawlJob, *trawlerv1.CrawlJobList, *applyconfigurationtrawlerv1.CrawlJobApplyConfiguration]
+	*gentype.ClientWithList[*trawlerv1.CrawlJob, *trawlerv1.CrawlJobList]
 }
 
 // newCrawlJobs returns a CrawlJobs
 func newCrawlJobs(c *TrawlerV1Client, namespace string) *crawlJobs {
 	return &crawlJobs{
-		gentype.NewClientWithListAndApply[*trawlerv1.CrawlJob, *trawlerv1.CrawlJobList, *applyconfigurationtrawlerv1.CrawlJobApplyConfiguration](
+		gentype.NewClientWithList[*trawlerv1.CrawlJob, *trawlerv1.CrawlJobList](
 			"crawljobs",
 			c.RESTClient(),
 			scheme.ParameterCodec,

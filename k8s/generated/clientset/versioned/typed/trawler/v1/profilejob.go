@@ -6,7 +6,6 @@ import (
 	context "context"
 
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
-	applyconfigurationtrawlerv1 "github.com/trawlerhq/trawler/k8s/generated/applyconfiguration/trawler/v1"
 	scheme "github.com/trawlerhq/trawler/k8s/generated/clientset/versioned/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
@@ -32,21 +31,18 @@ type ProfileJobInterface interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*trawlerv1.ProfileJobList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (result *trawlerv1.ProfileJob, err error)
-	Apply(ctx context.Context, profileJob *applyconfigurationtrawlerv1.ProfileJobApplyConfiguration, opts metav1.ApplyOptions) (result *trawlerv1.ProfileJob, err error)
-	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
-	ApplyStatus(ctx context.Context, profileJob *applyconfigurationtrawlerv1.ProfileJobApplyConfiguration, opts metav1.ApplyOptions) (result *trawlerv1.ProfileJob, err error)
 	ProfileJobExpansion
 }
 
 // profileJobs implements ProfileJobInterface
 type profileJobs struct {
-	*gentype.ClientWithListAndApply[*trawlerv1.ProfileJob, *trawlerv1.ProfileJobList, *applyconfigurationtrawlerv1.ProfileJobApplyConfiguration]
+	*gentype.ClientWithList[*trawlerv1.ProfileJob, *trawlerv1.ProfileJobList]
 }
 
 // newProfileJobs returns a ProfileJobs
 func newProfileJobs(c *TrawlerV1Client, namespace string) *profileJobs {
 	return &profileJobs{
-		gentype.NewClientWithListAndApply[*trawlerv1.ProfileJob, *trawlerv1.ProfileJobList, *applyconfigurationtrawlerv1.ProfileJobApplyConfiguration](
+		gentype.NewClientWithList[*trawlerv1.ProfileJob, *trawlerv1.ProfileJobList](
 			"profilejobs",
 			c.RESTClient(),
 			scheme.ParameterCodec,

@@ -4,20 +4,19 @@ package fake
 
 import (
 	v1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
-	trawlerv1 "github.com/trawlerhq/trawler/k8s/generated/applyconfiguration/trawler/v1"
-	typedtrawlerv1 "github.com/trawlerhq/trawler/k8s/generated/clientset/versioned/typed/trawler/v1"
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/generated/clientset/versioned/typed/trawler/v1"
 	gentype "k8s.io/client-go/gentype"
 )
 
 // fakeCrawlJobs implements CrawlJobInterface
 type fakeCrawlJobs struct {
-	*gentype.FakeClientWithListAndApply[*v1.CrawlJob, *v1.CrawlJobList, *trawlerv1.CrawlJobApplyConfiguration]
+	*gentype.FakeClientWithList[*v1.CrawlJob, *v1.CrawlJobList]
 	Fake *FakeTrawlerV1
 }
 
-func newFakeCrawlJobs(fake *FakeTrawlerV1, namespace string) typedtrawlerv1.CrawlJobInterface {
+func newFakeCrawlJobs(fake *FakeTrawlerV1, namespace string) trawlerv1.CrawlJobInterface {
 	return &fakeCrawlJobs{
-		gentype.NewFakeClientWithListAndApply[*v1.CrawlJob, *v1.CrawlJobList, *trawlerv1.CrawlJobApplyConfiguration](
+		gentype.NewFakeClientWithList[*v1.CrawlJob, *v1.CrawlJobList](
 			fake.Fake,
 			namespace,
 			v1.SchemeGroupVersion.WithResource("crawljobs"),

@@ -4,20 +4,19 @@ package fake
 
 import (
 	v1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
-	trawlerv1 "github.com/trawlerhq/trawler/k8s/generated/applyconfiguration/trawler/v1"
-	typedtrawlerv1 "github.com/trawlerhq/trawler/k8s/generated/clientset/versioned/typed/trawler/v1"
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/generated/clientset/versioned/typed/trawler/v1"
 	gentype "k8s.io/client-go/gentype"
 )
 
 // fakeProfileJobs implements ProfileJobInterface
 type fakeProfileJobs struct {
-	*gentype.FakeClientWithListAndApply[*v1.ProfileJob, *v1.ProfileJobList, *trawlerv1.ProfileJobApplyConfiguration]
+	*gentype.FakeClientWithList[*v1.ProfileJob, *v1.ProfileJobList]
 	Fake *FakeTrawlerV1
 }
 
-func newFakeProfileJobs(fake *FakeTrawlerV1, namespace string) typedtrawlerv1.ProfileJobInterface {
+func newFakeProfileJobs(fake *FakeTrawlerV1, namespace string) trawlerv1.ProfileJobInterface {
 	return &fakeProfileJobs{
-		gentype.NewFakeClientWithListAndApply[*v1.ProfileJob, *v1.ProfileJobList, *trawlerv1.ProfileJobApplyConfiguration](
+		gentype.NewFakeClientWithList[*v1.ProfileJob, *v1.ProfileJobList](
 			fake.Fake,
 			namespace,
 			v1.SchemeGroupVersion.WithResource("profilejobs"),
