@@ -82,14 +82,7 @@ func newCrawl(t *testing.T, config map[string]any, extraArgs string) *crawl {
 	c := &crawl{t: t, db: db, url: testRedis.URL(db), id: testCrawlID}
 	c.rdb = redis.NewClient(&redis.Options{Addr: testRedis.Addr(), DB: db})
 	t.Cleanup(func() { c.rdb.Close() })
-	data, err := json.Marshal(config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.cfg = filepath.Join(t.TempDir(), "crawl-config.json")
-	if err := os.WriteFile(c.cfg, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c.cfg = writeConfig(t, config)
 	c.env = map[string]string{
 		"CRAWL_ID":           c.id,
 		"WEBHOOK_URL":        c.url + "/crawls-done",
@@ -100,6 +93,20 @@ func newCrawl(t *testing.T, config map[string]any, extraArgs string) *crawl {
 		"CRAWL_ARGS":         browsertrixArgs + " " + testScale + " " + extraArgs + " --restartsOnError",
 	}
 	return c
+}
+
+// writeConfig writes a crawl-config.json and returns its path.
+func writeConfig(t *testing.T, config map[string]any) string {
+	t.Helper()
+	data, err := json.Marshal(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "crawl-config.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func (c *crawl) key(suffix string) string { return c.id + ":" + suffix }
