@@ -23,8 +23,8 @@ import (
 
 // Cluster is a real Kubernetes control plane on loopback: etcd,
 // kube-apiserver, kube-scheduler and kube-controller-manager (garbage
-// collector and namespace controllers). No node runs pods; the simulated
-// kubelet does that.
+// collector, namespace, and PVC/PV protection controllers). No node runs
+// pods; the simulated kubelet does that, and also binds PVCs.
 type Cluster struct {
 	Etcd, APIServer, Scheduler, ControllerManager *Process
 	// Kubeconfig is the path of a kubeconfig for an admin user.
@@ -70,7 +70,8 @@ func (c *Cluster) start(ctx context.Context) error {
 		{"kube-scheduler", []string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false",
 			"--bind-address=127.0.0.1", "--secure-port=0"}, &c.Scheduler},
 		{"kube-controller-manager", []string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false",
-			"--bind-address=127.0.0.1", "--secure-port=0", "--controllers=garbagecollector,namespace",
+			"--bind-address=127.0.0.1", "--secure-port=0",
+			"--controllers=garbagecollector,namespace,pvc-protection,pv-protection",
 			"--use-service-account-credentials=false", "--concurrent-gc-syncs=5"}, &c.ControllerManager},
 	} {
 		path, err := Bin(p.name)

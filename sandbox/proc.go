@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -26,7 +28,8 @@ type Process struct {
 	// LogPath receives the process's stdout and stderr.
 	LogPath string
 	// Stdout, when set, receives stdout instead of the log (used by servers
-	// that print their address on stdout).
+	// that print their address on stdout). With no LogPath it receives
+	// stderr too.
 	Stdout io.Writer
 
 	mu   sync.Mutex
@@ -77,25 +80,33 @@ func (p *Process) Start() error {
 	if p.cmd != nil {
 		return fmt.Errorf("%s: already running", p.Name)
 	}
-	logf, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("%s: opening log: %w", p.Name, err)
-	}
 	cmd := exec.Command(p.Path, p.Args...)
 	cmd.Dir = p.Dir
-	cmd.Stdout = logf
-	if p.Stdout != nil {
-		cmd.Stdout = p.Stdout
+	cmd.Stdout, cmd.Stderr = p.Stdout, p.Stdout
+	var logf *os.File
+	if p.LogPath != "" {
+		var err error
+		if logf, err = os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return fmt.Errorf("%s: opening log: %w", p.Name, err)
+		}
+		cmd.Stderr = logf
+		if p.Stdout == nil {
+			cmd.Stdout = logf
+		}
 	}
-	cmd.Stderr = logf
+	closeLog := func() {
+		if logf != nil {
+			logf.Close()
+		}
+	}
 	if err := spawn(cmd); err != nil {
-		logf.Close()
+		closeLog()
 		return fmt.Errorf("%s: starting %s: %w", p.Name, p.Path, err)
 	}
 	done := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
-		logf.Close()
+		closeLog()
 		close(done)
 	}()
 	p.cmd, p.done = cmd, done
@@ -115,6 +126,41 @@ func (p *Process) Exited() bool {
 	default:
 		return false
 	}
+}
+
+// Done is closed when the current run of the process exits; it is closed
+// already when the process is not running.
+func (p *Process) Done() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		closed := make(chan struct{})
+		close(closed)
+		return closed
+	}
+	return p.done
+}
+
+// RSS returns the resident set size of the running process in bytes.
+func (p *Process) RSS() (int64, error) {
+	pid := p.Pid()
+	if pid == 0 {
+		return 0, fmt.Errorf("%s: not running", p.Name)
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("%s: reading RSS: %w", p.Name, err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: parsing RSS: %w", p.Name, err)
+			}
+			return n * 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: no VmRSS in /proc/%d/status", p.Name, pid)
 }
 
 // Pid returns the process id, or 0 when not running.

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis is a redis-server on a loopback port, without persistence.
+// Redis is a redis-server on a loopback port.
 type Redis struct {
 	*Process
 	Port int
@@ -19,6 +19,20 @@ type Redis struct {
 // StartRedis starts a redis-server whose files and log live in dir, and
 // waits until it answers PING.
 func StartRedis(ctx context.Context, dir string) (*Redis, error) {
+	r, err := newRedis(dir, "--save", "", "--appendonly", "no", "--databases", "64")
+	if err != nil {
+		return nil, err
+	}
+	r.LogPath = filepath.Join(dir, "redis.log")
+	if err := r.Restart(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// newRedis prepares a redis-server on a free loopback port with its files
+// in dir; args are added to the command line.
+func newRedis(dir string, args ...string) (*Redis, error) {
 	path, err := Bin("redis-server")
 	if err != nil {
 		return nil, err
@@ -27,18 +41,12 @@ func StartRedis(ctx context.Context, dir string) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Redis{Port: port, Process: &Process{
+	return &Redis{Port: port, Process: &Process{
 		Name: "redis-server",
 		Path: path,
-		Args: []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-			"--save", "", "--appendonly", "no", "--dir", dir, "--databases", "64"},
-		Dir:     dir,
-		LogPath: filepath.Join(dir, "redis.log"),
-	}}
-	if err := r.Restart(ctx); err != nil {
-		return nil, err
-	}
-	return r, nil
+		Args: append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir}, args...),
+		Dir:  dir,
+	}}, nil
 }
 
 // Restart starts the server again (on the same port) after Stop or Kill,
