@@ -1,0 +1,245 @@
+// Package sandbox runs trawler's world on loopback for tests and `trawler
+// dev`: a real Kubernetes control plane (etcd, kube-apiserver,
+// kube-scheduler, kube-controller-manager), a simulated kubelet that runs
+// Go programs as containers, redis-server and a MongoDB-wire server. The
+// binaries come from hack/setup-testenv.sh (see Bin). Every process dies
+// with the Go process that started it.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/trawlerhq/trawler/k8s"
+	"github.com/trawlerhq/trawler/sandbox/kubelet"
+)
+
+// Options configure Start. Zero values get the defaults noted.
+type Options struct {
+	// Dir holds every file of the sandbox. Default: a new temporary folder
+	// that Stop removes; a given Dir is kept.
+	Dir string
+	// Nodes are the simulated nodes (default: one node, 8 CPUs, 32Gi).
+	Nodes kubelet.Nodes
+	// Programs maps images to the programs their containers run, in
+	// addition to the Redis stand-in (RedisImage).
+	Programs map[string]kubelet.Program
+	// RestartBackoff paces container restarts (default 10s doubling to
+	// 5m, as in a cluster).
+	RestartBackoff kubelet.Backoff
+	// CRDs are YAML or JSON documents (several per item allowed) of
+	// CustomResourceDefinitions to install; Start waits until each is
+	// Established.
+	CRDs [][]byte
+	// Namespaces are created after the CRDs.
+	Namespaces []string
+	// CrawlPriorityClasses, when > 0, creates that many crawl PriorityClasses
+	// (see CreateCrawlPriorityClasses).
+	CrawlPriorityClasses int
+	// ClusterDomain is the DNS domain of the cluster (default cluster.local).
+	ClusterDomain string
+	// Logger receives the sandbox's and the kubelet's log (default: discarded).
+	Logger *slog.Logger
+}
+
+// Env is a running sandbox.
+type Env struct {
+	Dir     string
+	Cluster *Cluster
+	Redis   *Redis
+	Mongo   *Mongo
+	Kubelet *kubelet.Kubelet
+	// Client is an admin clientset for the cluster.
+	Client kubernetes.Interface
+	// StartDuration is how long Start took.
+	StartDuration time.Duration
+
+	log       *slog.Logger
+	removeDir bool
+}
+
+// Start starts the sandbox and returns once every part is ready. On error
+// everything already started is stopped. It fails with ErrBinaryMissing
+// (wrapped) when the binaries have not been built.
+func Start(ctx context.Context, opts Options) (*Env, error) {
+	began := time.Now()
+	e := &Env{Dir: opts.Dir, log: opts.Logger}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if err := e.start(ctx, opts); err != nil {
+		e.Stop()
+		return nil, fmt.Errorf("starting sandbox: %w", err)
+	}
+	e.StartDuration = time.Since(began)
+	e.log.Info("sandbox started", "dir", e.Dir, "took", e.StartDuration.Round(time.Millisecond),
+		"kubeconfig", e.Kubeconfig(), "mongo", e.MongoURI(), "redis", e.RedisURL(0))
+	return e, nil
+}
+
+func (e *Env) start(ctx context.Context, opts Options) error {
+	if e.Dir == "" {
+		dir, err := os.MkdirTemp("", "trawler-sandbox-")
+		if err != nil {
+			return fmt.Errorf("creating sandbox dir: %w", err)
+		}
+		e.Dir, e.removeDir = dir, true
+	}
+	for _, sub := range []string{"cluster", "redis", "mongo", "kubelet"} {
+		if err := os.MkdirAll(filepath.Join(e.Dir, sub), 0o755); err != nil {
+			return fmt.Errorf("creating sandbox dir: %w", err)
+		}
+	}
+	// Redis and Mongo start in milliseconds; the control plane takes seconds.
+	clusterDone := make(chan error, 1)
+	go func() {
+		var err error
+		e.Cluster, err = StartCluster(ctx, filepath.Join(e.Dir, "cluster"))
+		clusterDone <- err
+	}()
+	var err error
+	e.Redis, err = StartRedis(ctx, filepath.Join(e.Dir, "redis"))
+	if err == nil {
+		e.Mongo, err = StartMongo(ctx, filepath.Join(e.Dir, "mongo"))
+	}
+	if err = errors.Join(err, <-clusterDone); err != nil {
+		return err
+	}
+	if e.Client, err = kubernetes.NewForConfig(e.Cluster.Config); err != nil {
+		return fmt.Errorf("building clientset: %w", err)
+	}
+
+	domain := opts.ClusterDomain
+	if domain == "" {
+		domain = "cluster.local"
+	}
+	dns := kubelet.NewDNS(domain)
+	programs := map[string]kubelet.Program{RedisImage: RedisProgram(dns)}
+	for image, p := range opts.Programs {
+		programs[image] = p
+	}
+	e.Kubelet, err = kubelet.Start(ctx, e.Client, kubelet.Options{
+		Dir: filepath.Join(e.Dir, "kubelet"), Nodes: opts.Nodes, Programs: programs, DNS: dns,
+		Backoff: opts.RestartBackoff, Logger: e.log.With("component", "kubelet"),
+	})
+	if err != nil {
+		return err
+	}
+
+	if err := InstallCRDs(ctx, e.Cluster.Config, opts.CRDs...); err != nil {
+		return err
+	}
+	for _, ns := range opts.Namespaces {
+		_, err := e.Client.CoreV1().Namespaces().Create(ctx,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
+	}
+	return CreateCrawlPriorityClasses(ctx, e.Client, opts.CrawlPriorityClasses)
+}
+
+// Stop stops every part (programs first, then the control plane and the
+// servers) and removes Dir if Start created it. Stopping twice is fine.
+func (e *Env) Stop() {
+	if e.Kubelet != nil {
+		e.Kubelet.Stop()
+		e.Kubelet = nil
+	}
+	if e.Cluster != nil {
+		e.Cluster.Stop()
+	}
+	for _, p := range []*Process{e.redisProcess(), e.mongoProcess()} {
+		if p != nil {
+			if err := p.Stop(5 * time.Second); err != nil {
+				e.log.Warn("stopping sandbox process", "err", err)
+			}
+		}
+	}
+	if e.removeDir {
+		if err := os.RemoveAll(e.Dir); err != nil {
+			e.log.Warn("removing sandbox dir", "err", err)
+		}
+		e.removeDir = false
+	}
+}
+
+// Dial connects to addr, resolving the sandbox's cluster DNS names (such
+// as redis-<id>.redis.<ns>.svc.cluster.local) to the programs that
+// registered them. Give it to trawler as its Redis dialer.
+func (e *Env) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return e.Kubelet.DNS().Dial(ctx, network, addr)
+}
+
+// Kubeconfig is the path of an admin kubeconfig for the cluster.
+func (e *Env) Kubeconfig() string { return e.Cluster.Kubeconfig }
+
+// Config returns a copy of the admin REST config.
+func (e *Env) Config() *rest.Config { return rest.CopyConfig(e.Cluster.Config) }
+
+// MongoURI is the MongoDB connection string (with maxPoolSize=1, which
+// FerretDB needs).
+func (e *Env) MongoURI() string { return e.Mongo.URI() }
+
+// RedisURL is the redis:// URL of database db of the shared redis-server.
+func (e *Env) RedisURL(db int) string { return e.Redis.URL(db) }
+
+// Processes lists the sandbox's running server processes.
+func (e *Env) Processes() []*Process {
+	var ps []*Process
+	if e.Cluster != nil {
+		ps = append(ps, e.Cluster.Processes()...)
+	}
+	for _, p := range []*Process{e.redisProcess(), e.mongoProcess()} {
+		if p != nil && !p.Exited() {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+func (e *Env) redisProcess() *Process {
+	if e.Redis == nil {
+		return nil
+	}
+	return e.Redis.Process
+}
+
+func (e *Env) mongoProcess() *Process {
+	if e.Mongo == nil {
+		return nil
+	}
+	return e.Mongo.Process
+}
+
+// CreateCrawlPriorityClasses creates the PriorityClasses crawl-instance-0
+// … crawl-instance-<n-1> with values 0, -1, … as upstream's Helm chart
+// does, so instance 0 of a new crawl can preempt later instances of
+// others. Existing classes are left alone (their values are immutable).
+func CreateCrawlPriorityClasses(ctx context.Context, client kubernetes.Interface, n int) error {
+	for i := range n {
+		pc := &schedulingv1.PriorityClass{
+			ObjectMeta:  metav1.ObjectMeta{Name: k8s.PriorityClassName(i)},
+			Value:       int32(-i),
+			Description: fmt.Sprintf("Priority for crawl instance #%d", i),
+		}
+		_, err := client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating priorityclass %s: %w", pc.Name, err)
+		}
+	}
+	return nil
+}
