@@ -159,11 +159,12 @@ func (k *Kubelet) releaseVolumes(ctx context.Context, namespace, name string, ke
 				return fmt.Errorf("releasing persistentvolume %s: %w", pv.Name, err)
 			}
 		}
-		if err := pvs.Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting persistentvolume %s: %w", pv.Name, err)
-		}
+		// The folder goes first: whoever sees the PV gone may rely on it.
 		if err := os.RemoveAll(k.volumeDir(pv.Name)); err != nil {
 			return fmt.Errorf("deleting volume folder: %w", err)
+		}
+		if err := pvs.Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting persistentvolume %s: %w", pv.Name, err)
 		}
 	}
 	return nil
