@@ -57,7 +57,9 @@ func (l *Launcher) LaunchCrawl(ctx context.Context, req CrawlRequest) error {
 		Data:       map[string]string{ConfigMapKey: string(req.ConfigJSON)},
 	}
 	cms := l.kube.CoreV1().ConfigMaps(l.namespace)
-	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	_, err := cms.Create(ctx, cm, metav1.CreateOptions{})
+	createdConfigMap := err == nil
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating config map %s: %w", cm.Name, err)
 	}
 
@@ -69,9 +71,12 @@ func (l *Launcher) LaunchCrawl(ctx context.Context, req CrawlRequest) error {
 	}
 	if err != nil {
 		err = fmt.Errorf("creating crawl job %s: %w", cj.Name, err)
-		// Without its owner the ConfigMap would never be collected.
-		if derr := cms.Delete(ctx, cm.Name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
-			err = errors.Join(err, fmt.Errorf("removing config map %s: %w", cm.Name, derr))
+		// Without an owner the ConfigMap would never be collected. One
+		// found from an earlier call may belong to a live CrawlJob.
+		if createdConfigMap {
+			if derr := cms.Delete(ctx, cm.Name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
+				err = errors.Join(err, fmt.Errorf("removing config map %s: %w", cm.Name, derr))
+			}
 		}
 		return err
 	}
