@@ -152,9 +152,14 @@ type Kubelet struct {
 	mu      sync.Mutex
 	workers map[string]*podWorker // by pod key
 
-	logMu sync.Mutex
-	logs  map[logKey]*containerLog
+	logMu   sync.Mutex
+	logs    map[logKey]*containerLog
+	retired []*containerLog // logs of deleted pods, oldest first
 }
+
+// maxRetiredLogs bounds the logs kept for containers of deleted pods, so
+// a long `trawler dev` session does not grow without end.
+const maxRetiredLogs = 500
 
 // Start registers the nodes, starts watching pods, PVCs and PVs, and
 // returns once the caches are in sync. ctx bounds only the start; the
@@ -287,7 +292,7 @@ func (k *Kubelet) containerLog(pod *corev1.Pod, container string) *containerLog 
 	if l := k.logs[key]; l != nil && l.uid == string(pod.UID) {
 		return l
 	}
-	l := &containerLog{uid: string(pod.UID), max: k.opts.LogLimit}
+	l := &containerLog{key: key, uid: string(pod.UID), max: k.opts.LogLimit}
 	dir := filepath.Join(k.opts.Dir, "logs", fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
 	if err := os.MkdirAll(dir, 0o755); err == nil {
 		l.file, err = os.OpenFile(filepath.Join(dir, container+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -297,6 +302,21 @@ func (k *Kubelet) containerLog(pod *corev1.Pod, container string) *containerLog 
 	}
 	k.logs[key] = l
 	return l
+}
+
+// retireLogs notes the logs of a deleted pod and forgets the oldest such
+// logs beyond maxRetiredLogs.
+func (k *Kubelet) retireLogs(logs []*containerLog) {
+	k.logMu.Lock()
+	defer k.logMu.Unlock()
+	k.retired = append(k.retired, logs...)
+	for len(k.retired) > maxRetiredLogs {
+		l := k.retired[0]
+		k.retired = k.retired[1:]
+		if k.logs[l.key] == l {
+			delete(k.logs, l.key)
+		}
+	}
 }
 
 // syncPod reconciles one pod key: it starts a worker for a new pod bound
@@ -322,6 +342,7 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 			if err := os.RemoveAll(k.podDir(old.uid)); err != nil {
 				k.log.Warn("removing pod folder", "err", err)
 			}
+			k.retireLogs(old.logs)
 		})
 		w = nil
 	}

@@ -14,6 +14,7 @@ type logKey struct{ namespace, pod, container string }
 // One log spans every restart of the container in one pod (same UID).
 type containerLog struct {
 	mu   sync.Mutex
+	key  logKey
 	uid  string
 	max  int
 	buf  []byte

@@ -96,18 +96,11 @@ func (w *podWorker) update(i int, f func(*corev1.ContainerStatus)) {
 // run drives the pod until it is gone or the kubelet stops (ctx).
 func (w *podWorker) run(ctx context.Context) {
 	defer close(w.done)
-	defer func() {
-		for _, l := range w.logs {
-			l.close()
-		}
-	}()
 	// Cancelling runCtx is the SIGTERM; closing killed the SIGKILL.
 	runCtx, sigterm := context.WithCancel(ctx)
-	defer sigterm()
 	killed := make(chan struct{})
 	var killOnce sync.Once
 	kill := func() { killOnce.Do(func() { close(killed) }) }
-	defer kill()
 
 	var containers sync.WaitGroup
 	for i := range w.spec.Spec.Containers {
@@ -115,12 +108,23 @@ func (w *podWorker) run(ctx context.Context) {
 	}
 	stopped := make(chan struct{})
 	go func() { containers.Wait(); close(stopped) }()
+	// However the worker ends, its containers end first; a killed
+	// container does not wait for its program.
+	defer func() {
+		sigterm()
+		kill()
+		<-stopped
+		for _, l := range w.logs {
+			l.close()
+		}
+	}()
 
 	killTimer := time.NewTimer(time.Hour)
 	killTimer.Stop()
 	defer killTimer.Stop()
 	var retry <-chan time.Time
 	var armed time.Time
+	running := stopped // nil once the containers stopped
 	for {
 		select {
 		case <-w.wake:
@@ -128,13 +132,19 @@ func (w *podWorker) run(ctx context.Context) {
 			retry = nil
 		case <-killTimer.C:
 			kill()
-		case <-stopped:
-			stopped = nil
+		case <-running:
+			running = nil
 			w.mu.Lock()
 			w.state.final, w.dirty = true, true
 			w.mu.Unlock()
 		case <-ctx.Done():
-			w.shutdown(stopped, kill)
+			// The kubelet stops: the programs got their SIGTERM through
+			// ctx and get StopGrace; nothing is written to the API, which
+			// may be stopping too.
+			select {
+			case <-stopped:
+			case <-time.After(w.k.opts.StopGrace):
+			}
 			return
 		}
 
@@ -164,21 +174,6 @@ func (w *podWorker) run(ctx context.Context) {
 			}
 			return
 		}
-	}
-}
-
-// shutdown stops the pod's programs when the kubelet stops: they get the
-// usual SIGTERM, then a short grace; nothing is written to the API, which
-// may be stopping too.
-func (w *podWorker) shutdown(stopped <-chan struct{}, kill func()) {
-	if stopped == nil {
-		return
-	}
-	select {
-	case <-stopped:
-	case <-time.After(w.k.opts.StopGrace):
-		kill()
-		<-stopped
 	}
 }
 
