@@ -101,5 +101,13 @@ func urlFraction(purpose, u string) float64 {
 	h.Write([]byte(purpose))
 	h.Write([]byte{0})
 	h.Write([]byte(u))
-	return float64(h.Sum64()>>11) / float64(1<<53)
+	// FNV alone spreads URLs that differ in their last characters badly
+	// over the high bits; a murmur3 finaliser mixes them.
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return float64(x>>11) / float64(1<<53)
 }
