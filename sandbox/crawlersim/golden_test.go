@@ -1,4 +1,4 @@
-package crawlersim
+package crawlersim_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -37,7 +39,7 @@ func goldenCrawl(t *testing.T, args string) (*crawl, *instance) {
 	return c, c.instance(0)
 }
 
-func fixedClock(o *Options) { o.Now = func() time.Time { return goldenNow } }
+func fixedClock(o *crawlersim.Options) { o.Now = func() time.Time { return goldenNow } }
 
 // checkGolden compares got with testdata/name, or rewrites it with -update.
 func checkGolden(t *testing.T, name, got string) {

@@ -1,4 +1,4 @@
-package crawlersim
+package crawlersim_test
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trawlerhq/trawler/sandbox"
+	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 )
 
 // One redis-server for the package; every test gets its own database.
@@ -58,6 +59,19 @@ const (
 	testScale = "--sim.timeScale 0.01 --sim.bootDelay 0.5 --sim.pendingWait 0.5"
 	waitLimit = 30 * time.Second
 )
+
+// doneMessage is a crawls-done notification as the operator decodes it.
+type doneMessage struct {
+	ID        string  `json:"id"`
+	User      *string `json:"user"`
+	Filename  string  `json:"filename"`
+	Hash      string  `json:"hash"`
+	Size      int64   `json:"size"`
+	Completed bool    `json:"completed"`
+}
+
+// exitKilled is what a SIGKILLed container reports.
+const exitKilled = 137
 
 // crawl is one crawl's Redis database, config and environment.
 type crawl struct {
@@ -173,10 +187,10 @@ func (c *crawl) instance(i int) *instance {
 
 // start runs the crawler once, as the kubelet would after `restarts`
 // container restarts. tune adjusts the options (nil for none).
-func (in *instance) start(restarts int, tune func(*Options)) {
+func (in *instance) start(restarts int, tune func(*crawlersim.Options)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	in.cancel, in.sigs, in.killed, in.exit = cancel, make(chan struct{}, 4), make(chan struct{}), make(chan int, 1)
-	opts := Options{
+	opts := crawlersim.Options{
 		Args:     []string{"crawl", "--config", "/tmp/crawl-config.json", "--redisStoreUrl", in.c.url},
 		Env:      in.c.env,
 		Hostname: in.host,
@@ -191,7 +205,7 @@ func (in *instance) start(restarts int, tune func(*Options)) {
 		tune(&opts)
 	}
 	exit := in.exit
-	go func() { exit <- Run(ctx, opts) }()
+	go func() { exit <- crawlersim.Run(ctx, opts) }()
 }
 
 // wait returns the exit code of the current run.
@@ -207,7 +221,7 @@ func (in *instance) wait() int {
 	}
 }
 
-func (in *instance) run(restarts int, tune func(*Options)) int {
+func (in *instance) run(restarts int, tune func(*crawlersim.Options)) int {
 	in.start(restarts, tune)
 	return in.wait()
 }
@@ -241,7 +255,7 @@ func (in *instance) pages() []string {
 func (in *instance) logged(message string) int {
 	n := 0
 	for _, line := range strings.Split(in.out.String(), "\n") {
-		var l logLine
+		var l struct{ Message string }
 		if json.Unmarshal([]byte(line), &l) == nil && l.Message == message {
 			n++
 		}

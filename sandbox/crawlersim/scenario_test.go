@@ -1,4 +1,4 @@
-package crawlersim
+package crawlersim_test
 
 import (
 	"context"
