@@ -80,7 +80,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
-	if err := e.start(ctx, opts); err != nil {
+	if err := e.start(ctx, opts, began); err != nil {
 		e.Stop()
 		return nil, fmt.Errorf("starting sandbox: %w", err)
 	}
@@ -90,7 +90,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	return e, nil
 }
 
-func (e *Env) start(ctx context.Context, opts Options) error {
+func (e *Env) start(ctx context.Context, opts Options, began time.Time) error {
 	if e.Dir == "" {
 		dir, err := os.MkdirTemp("", "trawler-sandbox-")
 		if err != nil {
@@ -118,6 +118,7 @@ func (e *Env) start(ctx context.Context, opts Options) error {
 	if err = errors.Join(err, <-clusterDone); err != nil {
 		return err
 	}
+	e.log.Debug("control plane, redis-server and mongotestd ready", "after", time.Since(began))
 	if e.Client, err = kubernetes.NewForConfig(e.Cluster.Config); err != nil {
 		return fmt.Errorf("building clientset: %w", err)
 	}
@@ -138,6 +139,7 @@ func (e *Env) start(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	e.log.Debug("kubelet ready", "after", time.Since(began))
 
 	if err := InstallCRDs(ctx, e.Cluster.Config, opts.CRDs...); err != nil {
 		return err

@@ -32,6 +32,7 @@ var (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if env != nil {
+		fmt.Fprintln(os.Stderr, costs(env))
 		env.Stop()
 		if kids := childProcesses(); len(kids) > 0 {
 			fmt.Fprintf(os.Stderr, "FAIL: processes left after Env.Stop: %s\n", strings.Join(kids, ", "))
@@ -62,14 +63,13 @@ func sandboxEnv(t *testing.T) *sandbox.Env {
 func TestStart(t *testing.T) {
 	env := sandboxEnv(t)
 	ctx := context.Background()
-	t.Logf("sandbox started in %s", env.StartDuration.Round(time.Millisecond))
+	if len(env.Processes()) != 6 {
+		t.Errorf("%d processes running, want etcd, 3 Kubernetes servers, redis-server and mongotestd", len(env.Processes()))
+	}
 	for _, p := range env.Processes() {
-		rss, err := p.RSS()
-		if err != nil {
+		if _, err := p.RSS(); err != nil {
 			t.Error(err)
-			continue
 		}
-		t.Logf("%-24s RSS %4d MiB", p.Name, rss>>20)
 	}
 	if _, err := env.Client.CoreV1().Namespaces().Get(ctx, "crawlers", metav1.GetOptions{}); err != nil {
 		t.Error(err)
@@ -157,6 +157,25 @@ func TestRedisPodKeepsDataOnItsPVC(t *testing.T) {
 	if logs := env.Kubelet.Logs(ns, pod.Name, "redis"); !strings.Contains(logs, "Ready to accept connections") {
 		t.Errorf("container log lacks redis-server's output: %q", logs)
 	}
+}
+
+// costs summarises the sandbox's start time and memory for the test log;
+// the test process itself hosts the kubelet and its programs.
+func costs(env *sandbox.Env) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sandbox: started in %s; RSS:", env.StartDuration.Round(time.Millisecond))
+	for _, p := range env.Processes() {
+		if rss, err := p.RSS(); err == nil {
+			fmt.Fprintf(&b, " %s %d MiB,", p.Name, rss>>20)
+		}
+	}
+	status, _ := os.ReadFile("/proc/self/status")
+	for line := range strings.Lines(string(status)) {
+		if peak, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			fmt.Fprintf(&b, " test process peak %s", strings.TrimSpace(peak))
+		}
+	}
+	return b.String()
 }
 
 // childProcesses lists the live child processes of the test binary.
