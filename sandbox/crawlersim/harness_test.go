@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if env != nil {
+		env.Stop()
+	}
 	_ = testRedis.Stop(5 * time.Second)
 	os.RemoveAll(dir)
 	os.Exit(code)
