@@ -1,0 +1,158 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/trawlerhq/trawler/store"
+	"github.com/trawlerhq/trawler/store/storetest"
+)
+
+const (
+	benchCrawls    = 10_000
+	benchClients   = 16
+	benchPerClient = 8
+)
+
+// BenchmarkListCrawls measures GET /api/orgs/{oid}/crawls (default page
+// of 1000) over real HTTP with 10,000 crawls in the store, at 16
+// concurrent clients, next to the same count + find issued directly
+// through the driver on its own client. It reports p50/p99 latency and
+// requests/s of both and the p99 ratio (goal <= 1.5). Run by `make bench`.
+func BenchmarkListCrawls(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	cid := e.createWorkflow(asCrawler, workflowBody("bench", false))["id"].(string)
+	me := e.mustJSON(asCrawler, "GET", "/api/users/me", nil, 200)
+	if _, err := storetest.SeedCrawls(ctx, e.store, e.org, uuid.MustParse(cid), uuid.MustParse(me["id"].(string)), benchCrawls); err != nil {
+		b.Fatal(err)
+	}
+	ts := httptest.NewServer(e.srv.Handler())
+	defer ts.Close()
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchClients}}
+	url, token := ts.URL+e.orgPath("/crawls"), e.tokens[asCrawler]
+	viaAPI := func() error {
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		if _, err := io.Copy(io.Discard, res.Body); err != nil {
+			return err
+		}
+		if res.StatusCode != 200 {
+			return fmt.Errorf("status %d", res.StatusCode)
+		}
+		return nil
+	}
+	direct := directListCrawls(b, e.store.DB().Name(), e.org)
+	if err := viaAPI(); err != nil { // warm up, and check the route works
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	var api, drv stats
+	for range b.N {
+		api.add(measure(viaAPI))
+		drv.add(measure(direct))
+	}
+	b.StopTimer()
+	api.report(b, "api")
+	drv.report(b, "direct")
+	b.ReportMetric(float64(api.p(0.99))/float64(drv.p(0.99)), "p99-ratio")
+}
+
+// directListCrawls is the store's query for the first page, issued by a
+// client of its own (maxPoolSize as in the URI, like trawler's).
+func directListCrawls(b *testing.B, db string, oid uuid.UUID) func() error {
+	client, err := mongo.Connect(options.Client().ApplyURI(storetest.URI(b)).SetRegistry(store.Registry()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+	coll := client.Database(db).Collection("crawls")
+	filter := bson.M{"type": bson.M{"$in": bson.A{store.TypeCrawl, nil}}, "oid": oid}
+	opts := options.Find().SetProjection(bson.M{"files": 0, "errors": 0}).SetLimit(1000)
+	return func() error {
+		ctx := context.Background()
+		if _, err := coll.CountDocuments(ctx, filter); err != nil {
+			return err
+		}
+		cur, err := coll.Find(ctx, filter, opts)
+		if err != nil {
+			return err
+		}
+		var items []store.Crawl
+		return cur.All(ctx, &items)
+	}
+}
+
+// stats are request latencies and the wall time they took.
+type stats struct {
+	lat  []time.Duration
+	wall time.Duration
+	errs int
+}
+
+func (s *stats) add(o stats) {
+	s.lat, s.wall, s.errs = append(s.lat, o.lat...), s.wall+o.wall, s.errs+o.errs
+}
+
+func (s *stats) p(q float64) time.Duration {
+	if len(s.lat) == 0 {
+		return 0
+	}
+	sorted := slices.Clone(s.lat)
+	slices.Sort(sorted)
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+func (s *stats) report(b *testing.B, name string) {
+	if s.errs > 0 {
+		b.Errorf("%s: %d failed requests", name, s.errs)
+	}
+	b.ReportMetric(float64(s.p(0.5).Microseconds())/1000, name+"-p50-ms")
+	b.ReportMetric(float64(s.p(0.99).Microseconds())/1000, name+"-p99-ms")
+	b.ReportMetric(float64(len(s.lat))/s.wall.Seconds(), name+"-req/s")
+}
+
+// measure runs fn from benchClients goroutines, benchPerClient times each.
+func measure(fn func() error) stats {
+	var (
+		mu  sync.Mutex
+		out stats
+		wg  sync.WaitGroup
+	)
+	start := time.Now()
+	for range benchClients {
+		wg.Go(func() {
+			for range benchPerClient {
+				t0 := time.Now()
+				err := fn()
+				d := time.Since(t0)
+				mu.Lock()
+				out.lat = append(out.lat, d)
+				if err != nil {
+					out.errs++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	out.wall = time.Since(start)
+	return out
+}
