@@ -39,13 +39,12 @@ func (p *process) main() int {
 	}
 	p.mu.Lock()
 	p.p = params
-	p.mu.Unlock()
+	p.scale = params.sim.timeScale
 	if p.opts.TimeScale > 0 {
 		p.scale = p.opts.TimeScale
-	} else {
-		p.scale = params.sim.timeScale
 	}
-	p.log.debug = params.debugLogging
+	p.mu.Unlock()
+	p.log.setDebug(params.debugLogging)
 	for _, w := range params.seedWarnings {
 		p.log.warn("general", w, nil)
 	}
@@ -103,12 +102,17 @@ func (p *process) connect() error {
 	if err != nil {
 		return p.fatal("Invalid redis state store url", map[string]any{"url": url, "error": err.Error()})
 	}
-	p.rdb = redis.NewClient(p.redisOptions(ropts))
+	ropts = p.redisOptions(ropts)
+	p.rdb = redis.NewClient(ropts)
 	for {
 		if !p.p.sim.redisUnreachable || !p.faultsActive() {
-			err := p.rdb.Ping(p.ctx).Err()
-			if err == nil {
-				break
+			// A plain dial first: the client's pool logs every failed dial
+			// to stderr, and waiting for Redis is the normal start.
+			if conn, err := ropts.Dialer(p.ctx, "tcp", ropts.Addr); err == nil {
+				conn.Close()
+				if p.rdb.Ping(p.ctx).Err() == nil {
+					break
+				}
 			}
 			if p.ctx.Err() != nil {
 				return errExited
@@ -144,6 +148,7 @@ func (p *process) redisOptions(o *redis.Options) *redis.Options {
 		o.Dialer = (&net.Dialer{}).DialContext
 	}
 	o.MaxRetries = -1
+	o.DialerRetries = 1
 	o.DialTimeout = time.Second
 	return o
 }

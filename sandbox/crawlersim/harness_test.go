@@ -79,6 +79,7 @@ const exitKilled = 137
 // crawl is one crawl's Redis database, config and environment.
 type crawl struct {
 	t    *testing.T
+	srv  *sandbox.Redis
 	db   int
 	url  string
 	rdb  *redis.Client
@@ -96,8 +97,14 @@ func newCrawl(t *testing.T, config map[string]any, extraArgs string) *crawl {
 	if db >= 64 {
 		t.Fatal("out of test databases")
 	}
-	c := &crawl{t: t, db: db, url: testRedis.URL(db), id: testCrawlID}
-	c.rdb = redis.NewClient(&redis.Options{Addr: testRedis.Addr(), DB: db})
+	return newCrawlOn(t, testRedis, db, config, extraArgs)
+}
+
+// newCrawlOn is newCrawl on database db of a given server.
+func newCrawlOn(t *testing.T, srv *sandbox.Redis, db int, config map[string]any, extraArgs string) *crawl {
+	t.Helper()
+	c := &crawl{t: t, srv: srv, db: db, url: srv.URL(db), id: testCrawlID}
+	c.rdb = redis.NewClient(&redis.Options{Addr: srv.Addr(), DB: db})
 	t.Cleanup(func() { c.rdb.Close() })
 	c.cfg = writeConfig(t, config)
 	c.env = map[string]string{
@@ -293,7 +300,7 @@ type monitor struct {
 
 func (c *crawl) monitor() *monitor {
 	c.t.Helper()
-	conn, err := net.Dial("tcp", testRedis.Addr())
+	conn, err := net.Dial("tcp", c.srv.Addr())
 	if err != nil {
 		c.t.Fatal(err)
 	}

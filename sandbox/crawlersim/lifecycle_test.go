@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trawlerhq/trawler/sandbox"
 )
 
 // fatalLines counts level-fatal lines in <id>:e.
@@ -296,5 +298,44 @@ func interruptedRun(c *crawl, in *instance) {
 	in.cancel()
 	if code := in.wait(); code != 11 {
 		c.t.Fatalf("interrupted run exit %d, want 11", code)
+	}
+}
+
+// TestRedisOutage: while Redis is unreachable the crawler keeps retrying,
+// as its client reconnects forever; once a signal has arrived, a lost
+// Redis is fatal.
+func TestRedisOutage(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		signal bool
+		code   int
+	}{
+		{"comes back", false, 0},
+		{"gone after a signal", true, 17},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv, err := sandbox.StartRedis(context.Background(), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = srv.Stop(5 * time.Second) })
+			c := newCrawlOn(t, srv, 0, seedConfig(longSite), "")
+			in := c.instance(0)
+			in.start(0, nil)
+			c.waitFor("5 pages", func() bool { return c.done() >= 5 })
+			if err := srv.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			c.waitFor("retrying", func() bool { return in.logged("Redis unavailable, retrying") > 0 })
+			if tc.signal {
+				in.cancel()
+			} else if err := srv.Restart(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if code := in.wait(); code != tc.code {
+				t.Fatalf("exit %d, want %d; log:\n%s", code, tc.code, in.out.String())
+			}
+		})
 	}
 }

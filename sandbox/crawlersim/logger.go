@@ -26,6 +26,13 @@ type logger struct {
 	toRedis func(line string)
 }
 
+// setDebug turns debug lines on or off (--logging ...,debug).
+func (l *logger) setDebug(on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.debug = on
+}
+
 func (l *logger) setRedisSink(sink func(line string)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -33,6 +40,8 @@ func (l *logger) setRedisSink(sink func(line string)) {
 }
 
 func (l *logger) log(level, context, message string, details map[string]any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if level == levelDebug && !l.debug {
 		return
 	}
@@ -44,8 +53,6 @@ func (l *logger) log(level, context, message string, details map[string]any) {
 		data, _ = marshalJSON(logLine{Timestamp: isoTime(l.now()), LogLevel: levelError, Context: "general",
 			Message: "unloggable details", Details: map[string]any{"message": message}})
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	_, _ = l.out.Write(append(data, '\n'))
 	if l.toRedis != nil && (level == levelError || level == levelFatal) {
 		l.toRedis(string(data))

@@ -70,8 +70,8 @@ type process struct {
 	exitOnce sync.Once
 	code     int
 
-	// Set once during startup (p under mu, for the signal handler),
-	// read-only afterwards.
+	// Set once during startup (p and scale under mu, for the signal
+	// handler), read-only afterwards.
 	p     *params
 	scale float64
 	rdb   *redis.Client
