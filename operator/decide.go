@@ -90,6 +90,16 @@ func decide(o observed, cfg Config) decision {
 	setSpecCondition(st, d.Problems, o.Now)
 
 	if st.Finished != nil || store.IsFinished(st.State) {
+		// Keep the last view of pods torn down: their exit is the story of
+		// the crawl.
+		for k, v := range cj.Status.Pods {
+			if _, ok := st.Pods[k]; !ok {
+				if st.Pods == nil {
+					st.Pods = map[string]trawlerv1.PodStatus{}
+				}
+				st.Pods[k] = v
+			}
+		}
 		d.teardown(o)
 		return d
 	}

@@ -24,7 +24,7 @@ type pollers struct {
 	notify func(key string)
 
 	mu sync.Mutex
-	m  map[string]*poller // by crawl id
+	m  map[string]*poller // by job key
 }
 
 func newPollers(cfg Config, st CrawlStore, clk clock.PassiveClock, log *slog.Logger, notify func(string)) *pollers {
@@ -35,7 +35,7 @@ func newPollers(cfg Config, st CrawlStore, clk clock.PassiveClock, log *slog.Log
 // assert. It returns the poller's last state (nil before the first poll).
 func (ps *pollers) ensure(ctx context.Context, key string, cj *trawlerv1.CrawlJob, ctl redisControl) *redisState {
 	ps.mu.Lock()
-	p := ps.m[cj.Spec.ID]
+	p := ps.m[key]
 	if p == nil {
 		client, err := newRedisClient(ps.cfg, cj.Spec.ID)
 		if err != nil {
@@ -46,17 +46,17 @@ func (ps *pollers) ensure(ctx context.Context, key string, cj *trawlerv1.CrawlJo
 		pctx, cancel := context.WithCancel(ctx)
 		p = &poller{ps: ps, key: key, id: cj.Spec.ID, client: client, cancel: cancel, kick: make(chan struct{}, 1),
 			in: newIngester(cj, ps.store, ps.cfg.StoreTimeout, ps.log), done: make(chan struct{})}
-		ps.m[cj.Spec.ID] = p
+		ps.m[key] = p
 		go p.run(pctx)
 	}
 	ps.mu.Unlock()
 	return p.setControl(ctl)
 }
 
-// get returns the last state of a crawl's poller, nil if none runs.
-func (ps *pollers) get(id string) *redisState {
+// get returns the last state of a job's poller, nil if none runs.
+func (ps *pollers) get(key string) *redisState {
 	ps.mu.Lock()
-	p := ps.m[id]
+	p := ps.m[key]
 	ps.mu.Unlock()
 	if p == nil {
 		return nil
@@ -68,10 +68,10 @@ func (ps *pollers) get(id string) *redisState {
 
 // stop ends a crawl's poller and waits until it is gone, so nothing polls
 // (or ingests) concurrently with the post-crawl tasks.
-func (ps *pollers) stop(id string) {
+func (ps *pollers) stop(key string) {
 	ps.mu.Lock()
-	p := ps.m[id]
-	delete(ps.m, id)
+	p := ps.m[key]
+	delete(ps.m, key)
 	ps.mu.Unlock()
 	if p != nil {
 		p.cancel()
@@ -132,7 +132,7 @@ func (p *poller) setControl(ctl redisControl) *redisState {
 
 func (p *poller) run(ctx context.Context) {
 	defer close(p.done)
-	defer p.client.Close()
+	defer func() { p.client.Close() }()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -168,10 +168,18 @@ func (p *poller) pollOnce(ctx context.Context) time.Duration {
 			return cfg.RedisPollInterval
 		}
 		p.failures++
+		// A fresh pool per failure: go-redis' dial circuit breaker would
+		// otherwise keep answering with the old error for a while after
+		// the Redis pod is back.
+		if c, err := newRedisClient(cfg, p.id); err == nil {
+			p.client.Close()
+			p.client = c
+		}
 		p.publish(func(prev *redisState) *redisState {
 			if prev != nil && !prev.Reachable {
 				return prev
 			}
+			p.ps.log.Info("crawl redis unreachable", "crawl", p.id, "err", err)
 			return &redisState{Since: p.ps.clock.Now()}
 		})
 		return backoff(cfg.RedisPollInterval, p.failures, 5*time.Second)

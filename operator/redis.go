@@ -40,6 +40,7 @@ func newRedisClient(cfg Config, crawlID string) (*redis.Client, error) {
 	opts.PoolSize = 2
 	opts.MinIdleConns = 0
 	opts.MaxRetries = -1
+	opts.DialerRetries = 1
 	opts.DisableIdentity = true
 	if cfg.RedisDialer != nil {
 		opts.Dialer = cfg.RedisDialer

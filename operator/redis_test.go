@@ -170,9 +170,10 @@ func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
 	defer ps.stopAll()
 	cj := newJob(1)
 	k := crawlKeys(testID)
+	pkey := "crawlers/" + cj.Name
 
-	ps.ensure(ctx, "crawlers/"+cj.Name, cj, redisControl{})
-	if !eventually(2*time.Second, func() bool { s := ps.get(testID); return s != nil && s.Reachable }) {
+	ps.ensure(ctx, pkey, cj, redisControl{})
+	if !eventually(2*time.Second, func() bool { s := ps.get(pkey); return s != nil && s.Reachable }) {
 		t.Fatal("never reachable")
 	}
 	time.Sleep(300 * time.Millisecond)
@@ -185,7 +186,7 @@ func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
 	start := time.Now()
 	c.HSet(ctx, k.key("status"), name(0), "running")
 	c.Set(ctx, k.key("d"), "3", 0)
-	if !eventually(time.Second, func() bool { s := ps.get(testID); return s.Statuses[name(0)] == "running" && s.PagesDone == 3 }) {
+	if !eventually(time.Second, func() bool { s := ps.get(pkey); return s.Statuses[name(0)] == "running" && s.PagesDone == 3 }) {
 		t.Fatal("change not seen")
 	}
 	t.Logf("change seen after %v", time.Since(start))
@@ -196,27 +197,27 @@ func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
 	// The store goes away: the file stays pending, then is recorded.
 	st.setDown(true)
 	c.RPush(ctx, keyCrawlsDone, doneMsg("http://m/org1/b.wacz", 10))
-	if !eventually(time.Second, func() bool { return ps.get(testID).PendingFiles == 1 }) {
+	if !eventually(time.Second, func() bool { return ps.get(pkey).PendingFiles == 1 }) {
 		t.Fatal("pending file not reported")
 	}
 	st.setDown(false)
-	if !eventually(5*time.Second, func() bool { s := ps.get(testID); return s.PendingFiles == 0 && s.FilesAdded == 1 }) {
-		t.Fatalf("file not recorded after the store came back: %+v", ps.get(testID))
+	if !eventually(5*time.Second, func() bool { s := ps.get(pkey); return s.PendingFiles == 0 && s.FilesAdded == 1 }) {
+		t.Fatalf("file not recorded after the store came back: %+v", ps.get(pkey))
 	}
 
 	// Redis goes away and comes back; its data was not persisted here, but
 	// the control keys are asserted again.
-	ps.ensure(ctx, "crawlers/"+cj.Name, cj, redisControl{Stopping: true})
+	ps.ensure(ctx, pkey, cj, redisControl{Stopping: true})
 	if err := r.Stop(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(2*time.Second, func() bool { return !ps.get(testID).Reachable }) {
+	if !eventually(2*time.Second, func() bool { return !ps.get(pkey).Reachable }) {
 		t.Fatal("outage not reported")
 	}
 	if err := r.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(8*time.Second, func() bool { return ps.get(testID).Reachable }) {
+	if !eventually(8*time.Second, func() bool { return ps.get(pkey).Reachable }) {
 		t.Fatal("recovery not reported")
 	}
 	if !eventually(time.Second, func() bool { return c.Get(ctx, k.key("stopping")).Val() == "1" }) {
