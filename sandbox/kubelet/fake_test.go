@@ -100,3 +100,37 @@ func waitFake(t *testing.T, get func() (*corev1.Pod, error), ok func(*corev1.Pod
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A container whose env needs a missing ConfigMap waits with
+// CreateContainerConfigError, and starts once the ConfigMap exists.
+func TestContainerWaitsForItsConfigMap(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	k, err := Start(ctx, client, Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Stop()
+	pods := client.CoreV1().Pods("ns")
+	_, err = pods.Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-1"},
+		Spec: corev1.PodSpec{NodeName: "sandbox-node-0", Containers: []corev1.Container{{Name: "c", Image: "app",
+			EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "later"}}}}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func() (*corev1.Pod, error) { return pods.Get(ctx, "p", metav1.GetOptions{}) }
+	waitFake(t, get, func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return p.Status.Phase == corev1.PodPending && len(cs) == 1 && cs[0].State.Waiting != nil &&
+			cs[0].State.Waiting.Reason == "CreateContainerConfigError"
+	})
+	_, err = client.CoreV1().ConfigMaps("ns").Create(ctx,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "later"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFake(t, get, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+}

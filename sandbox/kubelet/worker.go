@@ -183,12 +183,12 @@ func (w *podWorker) runContainer(ctx context.Context, killed <-chan struct{}, i 
 	policy := w.spec.Spec.RestartPolicy
 	name := w.spec.Spec.Containers[i].Name
 	for restarts, exp := 0, 0; ; {
-		c, err := w.container(ctx, i, restarts, killed)
+		c, reason, err := w.container(ctx, i, restarts, killed)
 		if err != nil {
-			w.log.Info("container config not ready", "container", name, "err", err)
+			w.log.Info("container cannot start yet", "container", name, "reason", reason, "err", err)
 			w.update(i, func(s *corev1.ContainerStatus) {
 				s.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
-					Reason: "CreateContainerConfigError", Message: err.Error()}}
+					Reason: reason, Message: err.Error()}}
 			})
 			if !sleep(ctx, retryInterval) {
 				return
@@ -242,7 +242,10 @@ func restartable(policy corev1.RestartPolicy, code int) bool {
 
 // container builds run number restarts of container i: env, volumes and
 // args are resolved afresh each time, as the kubelet does per container.
-func (w *podWorker) container(ctx context.Context, i, restarts int, killed <-chan struct{}) (*Container, error) {
+// On error, reason is the waiting reason the kubelet shows: volumes that
+// cannot be mounted keep a container in ContainerCreating, a bad env
+// gives CreateContainerConfigError.
+func (w *podWorker) container(ctx context.Context, i, restarts int, killed <-chan struct{}) (c *Container, reason string, err error) {
 	// Programs get their own copy: the lister's objects are shared.
 	pod := w.spec
 	if cur, err := w.k.pods.Pods(pod.Namespace).Get(pod.Name); err == nil && cur.UID == w.uid {
@@ -252,15 +255,15 @@ func (w *podWorker) container(ctx context.Context, i, restarts int, killed <-cha
 	spec := &pod.Spec.Containers[i]
 	env, err := containerEnv(ctx, w.k.client, pod, spec)
 	if err != nil {
-		return nil, err
+		return nil, "CreateContainerConfigError", err
 	}
 	volumes, err := w.k.podVolumes(ctx, pod)
 	if err != nil {
-		return nil, err
+		return nil, "ContainerCreating", err
 	}
 	mounts, err := containerMounts(spec, volumes, env)
 	if err != nil {
-		return nil, err
+		return nil, "ContainerCreating", err
 	}
 	var args []string
 	for _, a := range append(append([]string{}, spec.Command...), spec.Args...) {
@@ -272,7 +275,7 @@ func (w *podWorker) container(ctx context.Context, i, restarts int, killed <-cha
 	}
 	return &Container{Pod: pod, Name: spec.Name, Image: spec.Image, Args: args, Env: env,
 		Hostname: hostname, Mounts: mounts, Stdout: w.logs[i], Restarts: restarts,
-		Dial: w.k.dns.Dial, Killed: killed}, nil
+		Dial: w.k.dns.Dial, Killed: killed}, "", nil
 }
 
 // writeStatus merges the worker's state into the pod's status in the API.
