@@ -112,7 +112,16 @@ func (m *Mongo) AddCrawl(ctx context.Context, c *Crawl) error {
 //
 // Errors: NotFound("crawl_not_found"), also for another org's id.
 func (m *Mongo) GetCrawl(ctx context.Context, oid uuid.UUID, id string) (*Crawl, error) {
-	return m.findCrawl(ctx, bson.M{"_id": id, "oid": oid})
+	// Filter by _id alone and check the org here: FerretDB uses an index
+	// only for exactly {_id} (see condFilter).
+	c, err := m.GetCrawlByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if c.OID != oid {
+		return nil, errCrawlNotFound
+	}
+	return c, nil
 }
 
 // GetCrawlByID returns crawl id in whatever org it is (operator and
@@ -120,12 +129,8 @@ func (m *Mongo) GetCrawl(ctx context.Context, oid uuid.UUID, id string) (*Crawl,
 //
 // Errors: NotFound("crawl_not_found").
 func (m *Mongo) GetCrawlByID(ctx context.Context, id string) (*Crawl, error) {
-	return m.findCrawl(ctx, bson.M{"_id": id})
-}
-
-func (m *Mongo) findCrawl(ctx context.Context, filter bson.M) (*Crawl, error) {
 	var c Crawl
-	if err := m.coll(collCrawls).FindOne(ctx, filter).Decode(&c); err != nil {
+	if err := m.coll(collCrawls).FindOne(ctx, bson.M{"_id": id}).Decode(&c); err != nil {
 		return nil, notFoundOr(err, errCrawlNotFound, "finding crawl")
 	}
 	return &c, nil
@@ -252,8 +257,21 @@ func (m *Mongo) SetCrawlConfig(ctx context.Context, oid uuid.UUID, id string, cf
 	return m.setCrawl(ctx, oid, id, bson.M{"config": cfg, "firstSeed": firstSeed(&cfg)})
 }
 
+// setCrawl sets fields of crawl id after checking that it is in org oid.
+// A crawl never changes org, so checking first and writing by _id alone
+// (fast on FerretDB, see condFilter) is as safe as one filter.
 func (m *Mongo) setCrawl(ctx context.Context, oid uuid.UUID, id string, set bson.M) error {
-	res, err := m.coll(collCrawls).UpdateOne(ctx, bson.M{"_id": id, "oid": oid}, bson.M{"$set": set})
+	var cur struct {
+		OID uuid.UUID `bson:"oid"`
+	}
+	read := options.FindOne().SetProjection(bson.M{"oid": 1})
+	if err := m.coll(collCrawls).FindOne(ctx, bson.M{"_id": id}, read).Decode(&cur); err != nil {
+		return notFoundOr(err, errCrawlNotFound, "finding crawl")
+	}
+	if cur.OID != oid {
+		return errCrawlNotFound
+	}
+	res, err := m.coll(collCrawls).UpdateOne(ctx, bson.M{"_id": id}, bson.M{"$set": set})
 	if err != nil {
 		return fmt.Errorf("updating crawl: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -11,8 +12,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// The operator's writes to a crawl document. Each is idempotent: the
-// operator may repeat any of them after a crash or a lost reply.
+// The operator's writes to a crawl document. Each is idempotent, so the
+// operator may repeat any of them after a crash or a lost reply. Each reads
+// the crawl by _id, decides in Go under lockCrawl, and writes only when
+// something changes, with condFilter (see there for why).
 
 // CrawlStateExtra are fields written together with a state change.
 type CrawlStateExtra struct {
@@ -32,9 +35,17 @@ type CrawlStateExtra struct {
 //
 // Errors: NotFound("crawl_not_found").
 func (m *Mongo) SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra CrawlStateExtra) (bool, *Crawl, error) {
-	filter := bson.M{"_id": crawlID}
+	defer m.lockCrawl(crawlID)()
+	cur, err := m.GetCrawlByID(ctx, crawlID)
+	if err != nil {
+		return false, nil, err
+	}
+	if len(allowedFrom) > 0 && !slices.Contains(allowedFrom, cur.State) {
+		return false, cur, nil
+	}
+	cond := bson.M{}
 	if len(allowedFrom) > 0 {
-		filter["state"] = bson.M{"$in": allowedFrom}
+		cond["state"] = bson.M{"$in": allowedFrom}
 	}
 	set := bson.M{"state": newState}
 	if extra.Finished != nil {
@@ -44,7 +55,7 @@ func (m *Mongo) SetCrawlState(ctx context.Context, crawlID, newState string, all
 		set["stats"] = *extra.Stats
 	}
 	var c Crawl
-	err := m.coll(collCrawls).FindOneAndUpdate(ctx, filter, bson.M{"$set": set},
+	err = m.coll(collCrawls).FindOneAndUpdate(ctx, m.condFilter(ctx, crawlID, cond), bson.M{"$set": set},
 		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&c)
 	if err == nil {
 		return true, &c, nil
@@ -52,8 +63,8 @@ func (m *Mongo) SetCrawlState(ctx context.Context, crawlID, newState string, all
 	if !errors.Is(err, mongo.ErrNoDocuments) {
 		return false, nil, fmt.Errorf("setting crawl state: %w", err)
 	}
-	// No match: the crawl is missing or in a state not allowed.
-	cur, err := m.GetCrawlByID(ctx, crawlID)
+	// Another process changed the state since we read it, or deleted it.
+	cur, err = m.GetCrawlByID(ctx, crawlID)
 	if err != nil {
 		return false, nil, err
 	}
@@ -66,23 +77,24 @@ func (m *Mongo) SetCrawlState(ctx context.Context, crawlID, newState string, all
 //
 // Errors: NotFound("crawl_not_found").
 func (m *Mongo) UpdateCrawlStats(ctx context.Context, crawlID string, s CrawlStats) (bool, error) {
-	filter := bson.M{
-		"_id":   crawlID,
-		"state": bson.M{"$nin": FinishedStates},
-		"$or": bson.A{
-			bson.M{"stats.found": bson.M{"$ne": s.Found}},
-			bson.M{"stats.done": bson.M{"$ne": s.Done}},
-			bson.M{"stats.size": bson.M{"$ne": s.Size}},
-		},
+	defer m.lockCrawl(crawlID)()
+	var cur struct {
+		State string      `bson:"state"`
+		Stats *CrawlStats `bson:"stats"`
 	}
+	read := options.FindOne().SetProjection(bson.M{"state": 1, "stats": 1})
+	if err := m.coll(collCrawls).FindOne(ctx, bson.M{"_id": crawlID}, read).Decode(&cur); err != nil {
+		return false, notFoundOr(err, errCrawlNotFound, "finding crawl")
+	}
+	if IsFinished(cur.State) || (cur.Stats != nil && *cur.Stats == s) {
+		return false, nil
+	}
+	filter := m.condFilter(ctx, crawlID, bson.M{"state": bson.M{"$nin": FinishedStates}})
 	res, err := m.coll(collCrawls).UpdateOne(ctx, filter, bson.M{"$set": bson.M{"stats": s}})
 	if err != nil {
 		return false, fmt.Errorf("updating crawl stats: %w", err)
 	}
-	if res.MatchedCount == 0 {
-		return false, m.crawlExists(ctx, crawlID)
-	}
-	return true, nil
+	return res.MatchedCount == 1, nil
 }
 
 // FileResult reports what AddCrawlFile did and the crawl's file counters
@@ -94,7 +106,7 @@ type FileResult struct {
 }
 
 // fileAttempts bounds AddCrawlFile's compare-and-set retries; each retry
-// means another file of the same crawl was added in between.
+// means another process added a file to the same crawl in between.
 const fileAttempts = 20
 
 // AddCrawlFile records a finished WACZ file on the crawl, at most once per
@@ -102,15 +114,16 @@ const fileAttempts = 20
 // single-document update, so a replayed or concurrent call for the same
 // file changes nothing.
 //
-// It reads the crawl's files and then updates on condition that fileCount
-// is unchanged (a compare-and-set), retrying if another file came in
-// between. The obvious filter {"files.filename": {$ne: name}} is not used:
-// FerretDB v1 matches it even when the file is there (see
+// The write is conditional on fileCount being unchanged since the read (a
+// compare-and-set, retried if another process added a file in between).
+// The obvious filter {"files.filename": {$ne: name}} is not used: FerretDB
+// v1 matches it even when the file is there (see
 // TestConformance/QuirkNeOnArrayOfSubdocs).
 //
 // Errors: NotFound("crawl_not_found"); Conflict("crawl_file_contention")
 // if the compare-and-set kept losing.
 func (m *Mongo) AddCrawlFile(ctx context.Context, crawlID string, f CrawlFile) (FileResult, error) {
+	defer m.lockCrawl(crawlID)()
 	read := options.FindOne().SetProjection(bson.M{"files.filename": 1, "fileCount": 1, "fileSize": 1})
 	for range fileAttempts {
 		var cur struct {
@@ -126,8 +139,8 @@ func (m *Mongo) AddCrawlFile(ctx context.Context, crawlID string, f CrawlFile) (
 				return FileResult{FileCount: cur.FileCount, FileSize: cur.FileSize}, nil
 			}
 		}
-		res, err := m.coll(collCrawls).UpdateOne(ctx,
-			bson.M{"_id": crawlID, "fileCount": cur.FileCount},
+		filter := m.condFilter(ctx, crawlID, bson.M{"fileCount": cur.FileCount})
+		res, err := m.coll(collCrawls).UpdateOne(ctx, filter,
 			bson.M{"$push": bson.M{"files": f}, "$inc": bson.M{"fileCount": 1, "fileSize": f.Size}})
 		if err != nil {
 			return FileResult{}, fmt.Errorf("adding crawl file: %w", err)
@@ -152,18 +165,6 @@ func (m *Mongo) SetCrawlPods(ctx context.Context, crawlID string, pods map[strin
 		return fmt.Errorf("updating crawl pods: %w", err)
 	}
 	if res.MatchedCount == 0 {
-		return errCrawlNotFound
-	}
-	return nil
-}
-
-// crawlExists returns nil if crawl id exists, else NotFound.
-func (m *Mongo) crawlExists(ctx context.Context, id string) error {
-	n, err := m.coll(collCrawls).CountDocuments(ctx, bson.M{"_id": id})
-	if err != nil {
-		return fmt.Errorf("finding crawl: %w", err)
-	}
-	if n == 0 {
 		return errCrawlNotFound
 	}
 	return nil

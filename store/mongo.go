@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -31,6 +33,12 @@ const (
 type Mongo struct {
 	client *mongo.Client
 	db     *mongo.Database
+
+	crawlLocks [64]sync.Mutex // striped by crawl id, see lockCrawl
+
+	kindMu    sync.Mutex // guards kindKnown and isFerret
+	kindKnown bool
+	isFerret  bool
 }
 
 // Open connects to the MongoDB (or FerretDB) server at uri and uses database
@@ -124,6 +132,53 @@ func decodeUUID(_ bson.DecodeContext, vr bson.ValueReader, v reflect.Value) erro
 	default:
 		return fmt.Errorf("decoding uuid: unexpected BSON type %s", vr.Type())
 	}
+}
+
+// lockCrawl serialises this process's conditional writes to crawl id
+// (read, check in Go, write), and returns the unlock function.
+func (m *Mongo) lockCrawl(id string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	mu := &m.crawlLocks[h.Sum32()%uint32(len(m.crawlLocks))]
+	mu.Lock()
+	return mu.Unlock
+}
+
+// condFilter is the filter of a conditional write to crawl id whose
+// condition cond the caller has already checked under lockCrawl.
+//
+// On MongoDB the condition stays in the filter, so the write remains a
+// compare-and-set against other processes. FerretDB v1 gets {_id} alone:
+// it uses an index only for a filter that is exactly {_id: <string>} and
+// otherwise scans and decodes the whole collection (seconds with 10,000
+// crawls), and it has no isolation between connections anyway, so the
+// condition in the filter would add nothing to the in-process lock.
+func (m *Mongo) condFilter(ctx context.Context, id string, cond bson.M) bson.M {
+	filter := bson.M{"_id": id}
+	if m.ferret(ctx) {
+		return filter
+	}
+	for k, v := range cond {
+		filter[k] = v
+	}
+	return filter
+}
+
+// ferret reports whether the server is FerretDB, asking it once. If it
+// cannot tell, it answers false: MongoDB's filters are correct on both.
+func (m *Mongo) ferret(ctx context.Context) bool {
+	m.kindMu.Lock()
+	defer m.kindMu.Unlock()
+	if m.kindKnown {
+		return m.isFerret
+	}
+	raw, err := m.db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Raw()
+	if err != nil {
+		return false
+	}
+	_, err = raw.LookupErr("ferretdbVersion")
+	m.isFerret, m.kindKnown = err == nil, true
+	return m.isFerret
 }
 
 // isDuplicate reports a unique-index violation. Real MongoDB says 11000;
