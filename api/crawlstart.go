@@ -90,6 +90,44 @@ func (s *Server) insertCrawl(ctx context.Context, crawl *store.Crawl, wf *store.
 	}
 }
 
+// orphanAge is how long a crawl may stay "starting" before the leader
+// suspects that its launch never happened (a crash between recording and
+// launching) and launches it again.
+const orphanAge = 2 * time.Minute
+
+// relaunchOrphans launches again the crawls recorded as starting for a
+// while. Launching is idempotent: an existing CrawlJob is left as it is,
+// so only crawls whose launch was lost get their CrawlJob now.
+func (s *Server) relaunchOrphans(ctx context.Context) error {
+	crawls, _, err := s.store.ListCrawls(ctx, uuid.Nil, store.CrawlFilter{AllOrgs: true, States: []string{store.StateStarting}})
+	if err != nil {
+		return fmt.Errorf("listing starting crawls: %w", err)
+	}
+	for i := range crawls {
+		crawl := &crawls[i]
+		if s.now().Sub(crawl.Started) < orphanAge {
+			continue
+		}
+		org, err := s.store.GetOrg(ctx, crawl.OID)
+		if err != nil {
+			return err
+		}
+		wf, err := s.store.GetCrawlConfig(ctx, crawl.OID, crawl.CID)
+		if err != nil {
+			return err
+		}
+		configJSON, err := crawlerConfigJSON(crawl.Config)
+		if err != nil {
+			return err
+		}
+		req := k8s.CrawlRequest{Spec: s.crawlJobSpec(org, wf, crawl), ConfigJSON: configJSON}
+		if err := s.crawl.LaunchCrawl(ctx, req); err != nil {
+			return fmt.Errorf("relaunching crawl %s: %w", crawl.ID, err)
+		}
+	}
+	return nil
+}
+
 // crawlJobSpec is the CrawlJob of a recorded crawl.
 func (s *Server) crawlJobSpec(org *store.Org, wf *store.CrawlConfig, crawl *store.Crawl) trawlerv1.CrawlJobSpec {
 	storageName, storagePath := org.Storage.Name, org.Storage.Path

@@ -22,7 +22,8 @@ const fireTimeout = 30 * time.Second
 // exactly one crawl; ticks missed while no scheduler ran are not caught
 // up. It re-reads the schedules when a workflow changes in this process
 // (Reload) and every rescan interval (changes made through other
-// replicas).
+// replicas). At each rescan it also relaunches crawls whose launch was
+// lost to a crash (see relaunchOrphans).
 type Scheduler struct {
 	srv    *Server
 	rescan time.Duration
@@ -102,6 +103,9 @@ func (sc *Scheduler) loop(ctx context.Context, c *cron.Cron, done chan struct{})
 			return
 		case <-sc.reload:
 		case <-t.C:
+			if err := sc.srv.relaunchOrphans(ctx); err != nil && ctx.Err() == nil {
+				sc.srv.log.Warn("relaunching orphaned crawls", "err", err)
+			}
 		}
 		sc.mu.Lock()
 		var err error

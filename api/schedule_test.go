@@ -1,9 +1,12 @@
 package api
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 func (e *env) crawlsOf(cid string) []any {
@@ -93,4 +96,28 @@ func TestSchedulerRescan(t *testing.T) {
 	body["schedule"] = "@every 1s"
 	cid := e.createWorkflow(asCrawler, body)["id"].(string) // through e.srv, not the leader
 	waitFor(t, "a crawl started by the leader", 5*time.Second, func() bool { return len(e.crawlsOf(cid)) >= 1 })
+}
+
+// TestRelaunchOrphans: a crawl recorded but never launched (a crash
+// between the two writes) is launched by the leader's sweep; a fresh one
+// is left alone.
+func TestRelaunchOrphans(t *testing.T) {
+	e := newEnv(t)
+	cid, fresh := e.startCrawl(asCrawler, "wf")
+	wf, err := e.store.GetCrawlConfig(t.Context(), e.org, uuid.MustParse(cid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan := newCrawl(wf, wf.Config, wf.CreatedBy, true, time.Now().UTC().Add(-5*time.Minute).Truncate(time.Second))
+	orphan.ID = "manual-orphan"
+	if err := e.store.AddCrawl(t.Context(), orphan); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.relaunchOrphans(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	calls := e.launcher.callList()
+	if !slices.Contains(calls, "launch manual-orphan") || slices.Contains(calls[1:], "launch "+fresh) {
+		t.Fatalf("launcher calls: %v", calls)
+	}
 }
