@@ -141,14 +141,13 @@ func (a *archive) warcs() ([]string, error) {
 }
 
 // wacz packages pages.jsonl and every WARC into <name>.wacz, a stored
-// (uncompressed) zip with a datapackage.json, and returns its path, size
-// and sha256. Runs of zeros are written as holes, so a sparse archive
+// (uncompressed) zip with a datapackage.json, and returns its size and
+// sha256. Runs of zeros are written as holes, so a sparse archive
 // gives a sparse WACZ; the hash still covers every byte.
-func (a *archive) wacz(warcs []string, created time.Time) (path string, size int64, sum string, err error) {
-	path = filepath.Join(a.dir, a.name+".wacz")
-	f, err := os.Create(path)
+func (a *archive) wacz(warcs []string, created time.Time) (size int64, sum string, err error) {
+	f, err := os.Create(filepath.Join(a.dir, a.name+".wacz"))
 	if err != nil {
-		return "", 0, "", fmt.Errorf("creating wacz: %w", err)
+		return 0, "", fmt.Errorf("creating wacz: %w", err)
 	}
 	defer f.Close()
 	h := sha256.New()
@@ -183,11 +182,11 @@ func (a *archive) wacz(warcs []string, created time.Time) (path string, size int
 		return nil
 	}
 	if err := add("pages/pages.jsonl", filepath.Join(a.dir, "pages", "pages.jsonl")); err != nil {
-		return "", 0, "", fmt.Errorf("building wacz: %w", err)
+		return 0, "", fmt.Errorf("building wacz: %w", err)
 	}
 	for _, name := range warcs {
 		if err := add("archive/"+name, filepath.Join(a.archiveDir(), name)); err != nil {
-			return "", 0, "", fmt.Errorf("building wacz: %w", err)
+			return 0, "", fmt.Errorf("building wacz: %w", err)
 		}
 	}
 	pkg, err := marshalJSON(map[string]any{
@@ -195,18 +194,18 @@ func (a *archive) wacz(warcs []string, created time.Time) (path string, size int
 		"created": isoTime(created), "resources": resources,
 	})
 	if err != nil {
-		return "", 0, "", err
+		return 0, "", err
 	}
 	if err := writeZipFile(zw, "datapackage.json", pkg, created); err != nil {
-		return "", 0, "", fmt.Errorf("building wacz: %w", err)
+		return 0, "", fmt.Errorf("building wacz: %w", err)
 	}
 	if err := zw.Close(); err != nil {
-		return "", 0, "", fmt.Errorf("building wacz: %w", err)
+		return 0, "", fmt.Errorf("building wacz: %w", err)
 	}
 	if err := f.Truncate(sw.off); err != nil {
-		return "", 0, "", fmt.Errorf("building wacz: %w", err)
+		return 0, "", fmt.Errorf("building wacz: %w", err)
 	}
-	return path, sw.off, hex.EncodeToString(h.Sum(nil)), nil
+	return sw.off, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func writeZipFile(zw *zip.Writer, name string, data []byte, modified time.Time) error {

@@ -167,7 +167,7 @@ func (p *process) run() int {
 		status, code = statusFailing, 9
 		failed, ferr := p.state.incFailCount(max(p.scaled(p.p.sim.failWindow), time.Millisecond))
 		if ferr != nil {
-			return 0
+			return p.unhandled(ferr)
 		}
 		if failed {
 			status = statusFailed
@@ -175,8 +175,8 @@ func (p *process) run() int {
 	} else {
 		finished, ferr := p.state.isFinished()
 		stopped, serr := p.state.isStopped()
-		if ferr != nil || serr != nil {
-			return 0
+		if err := errors.Join(ferr, serr); err != nil {
+			return p.unhandled(err)
 		}
 		interrupted, _, _ := p.flags()
 		if !finished && !stopped && interrupted {
@@ -185,9 +185,20 @@ func (p *process) run() int {
 	}
 	p.log.info("general", "Final crawl status: "+status, nil)
 	if err := p.state.setStatus(status); err != nil {
-		return 0
+		return p.unhandled(err)
 	}
 	return code
+}
+
+// unhandled ends the process after an error outside the crawl's own
+// exception handling, as an uncaught exception ends Node (exit 1). When
+// the error is the process already exiting, its code stands.
+func (p *process) unhandled(err error) int {
+	if errors.Is(err, errExited) || p.ctx.Err() != nil {
+		return 0
+	}
+	p.log.error("general", "Unhandled exception", exception(err))
+	return 1
 }
 
 // crawl follows the startup table (own status decides whether to crawl,
@@ -346,7 +357,7 @@ func (p *process) generateWACZ() (bool, error) {
 	if err := p.sleep(p.p.sim.waczTime); err != nil {
 		return false, err
 	}
-	_, size, hash, err := p.arch.wacz(warcs, p.opts.Now())
+	size, hash, err := p.arch.wacz(warcs, p.opts.Now())
 	if err != nil {
 		return false, p.fatal("Error creating WACZ", map[string]any{"error": err.Error()})
 	}

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,10 +21,11 @@ import (
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 )
 
-// One redis-server for the package; every test gets its own database.
+// One redis-server for the package; every test gets a database of its
+// own, flushed and handed on when the test ends.
 var (
 	testRedis *sandbox.Redis
-	nextDB    atomic.Int32
+	freeDBs   = make(chan int, 63)
 )
 
 func TestMain(m *testing.M) {
@@ -38,6 +38,9 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	for db := 1; db < 64; db++ {
+		freeDBs <- db
 	}
 	code := m.Run()
 	if env != nil {
@@ -93,10 +96,21 @@ type crawl struct {
 // CRAWL_ARGS (appended after Browsertrix's own, before --restartsOnError).
 func newCrawl(t *testing.T, config map[string]any, extraArgs string) *crawl {
 	t.Helper()
-	db := int(nextDB.Add(1))
-	if db >= 64 {
-		t.Fatal("out of test databases")
+	var db int
+	select {
+	case db = <-freeDBs:
+	case <-time.After(waitLimit):
+		t.Fatal("no free test database")
 	}
+	t.Cleanup(func() {
+		rdb := redis.NewClient(&redis.Options{Addr: testRedis.Addr(), DB: db})
+		defer rdb.Close()
+		if err := rdb.FlushDB(context.Background()).Err(); err != nil {
+			t.Errorf("flushing test database %d: %v", db, err)
+			return
+		}
+		freeDBs <- db
+	})
 	return newCrawlOn(t, testRedis, db, config, extraArgs)
 }
 
@@ -189,10 +203,29 @@ type instance struct {
 	sigs   chan struct{}
 	killed chan struct{}
 	exit   chan int
+	ended  chan struct{} // closed when the current run returned
 }
 
 func (c *crawl) instance(i int) *instance {
-	return &instance{c: c, host: c.host(i), dir: c.t.TempDir(), out: &lockedBuffer{}}
+	in := &instance{c: c, host: c.host(i), dir: c.t.TempDir(), out: &lockedBuffer{}}
+	// A test that fails half-way must not leave a crawler writing to a
+	// database the next test gets.
+	c.t.Cleanup(func() {
+		if in.ended == nil {
+			return
+		}
+		select {
+		case <-in.killed:
+		default:
+			close(in.killed)
+		}
+		select {
+		case <-in.ended:
+		case <-time.After(10 * time.Second):
+			c.t.Errorf("%s still running after SIGKILL", in.host)
+		}
+	})
+	return in
 }
 
 // start runs the crawler once, as the kubelet would after `restarts`
@@ -214,8 +247,12 @@ func (in *instance) start(restarts int, tune func(*crawlersim.Options)) {
 	if tune != nil {
 		tune(&opts)
 	}
-	exit := in.exit
-	go func() { exit <- crawlersim.Run(ctx, opts) }()
+	exit, ended := in.exit, make(chan struct{})
+	in.ended = ended
+	go func() {
+		defer close(ended)
+		exit <- crawlersim.Run(ctx, opts)
+	}()
 }
 
 // wait returns the exit code of the current run.

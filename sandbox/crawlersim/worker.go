@@ -211,14 +211,13 @@ func (p *process) queueURL(seedID int, url string, depth, extraHops int) (bool, 
 		return false, err
 	}
 	switch res {
+	case addAdded:
+		return true, nil
 	case addLimit:
 		p.limitHit.Store(true)
 		p.log.debugf("crawlStatus", "Page limit reached, queueing no more pages", map[string]any{"limit": p.p.pageLimit})
-		return false, nil
-	case addDupe:
-		return false, nil
 	}
-	return true, nil
+	return false, nil
 }
 
 // checkLimits publishes this instance's archive size and interrupts the
