@@ -58,7 +58,7 @@ func (s *Server) listCrawlConfigs(c echo.Context) error {
 		FirstSeed: q.optStr("firstSeed"), Name: q.optStr("name"), Description: q.optStr("description"),
 		Tags: c.QueryParams()["tag"], Schedule: q.bool("schedule"),
 		SortBy: q.str("sortBy"), SortDirection: q.sortDirection(),
-		Paging: store.Paging{Page: p.Page, PageSize: p.PageSize},
+		Paging: p.paging(),
 	}
 	if err := q.err(); err != nil {
 		return err
@@ -204,7 +204,7 @@ func (s *Server) listRevisions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	revs, total, err := s.store.ListRevisions(c.Request().Context(), wf.ID, store.Paging{Page: p.Page, PageSize: p.PageSize})
+	revs, total, err := s.store.ListRevisions(c.Request().Context(), wf.ID, p.paging())
 	if err != nil {
 		return err
 	}

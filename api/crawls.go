@@ -95,7 +95,7 @@ func crawlFilter(q *query, p page) store.CrawlFilter {
 		UserID: q.uuid("userid"), CID: q.uuid("cid"), FirstSeed: q.optStr("firstSeed"),
 		Name: q.optStr("name"), Description: q.optStr("description"),
 		CollectionID: q.uuid("collectionId"), SortBy: q.str("sortBy"),
-		SortDirection: q.sortDirection(), Paging: store.Paging{Page: p.Page, PageSize: p.PageSize},
+		SortDirection: q.sortDirection(), Paging: p.paging(),
 	}
 	// Unknown states are dropped, as upstream does.
 	for _, st := range strings.Split(q.str("state"), ",") {
@@ -281,7 +281,7 @@ func (s *Server) crawlErrors(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	lines, total, err := s.store.ListCrawlErrors(c.Request().Context(), crawl.ID, store.Paging{Page: p.Page, PageSize: p.PageSize})
+	lines, total, err := s.store.ListCrawlErrors(c.Request().Context(), crawl.ID, p.paging())
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
+
+	"github.com/trawlerhq/trawler/store"
 )
 
 // maxBodyBytes bounds request bodies; workflow configs are small.
@@ -174,7 +176,8 @@ type page struct {
 	Page, PageSize int
 }
 
-func (p page) skip() int { return (p.Page - 1) * p.PageSize }
+// paging is the page in the store's terms.
+func (p page) paging() store.Paging { return p.paging() }
 
 // pageOut is upstream's paginated response.
 type pageOut[T any] struct {

@@ -80,7 +80,7 @@ func (s *Server) listOrgs(c echo.Context) error {
 		return err
 	}
 	u := currentUser(c)
-	f := store.OrgFilter{Paging: store.Paging{Page: p.Page, PageSize: p.PageSize}}
+	f := store.OrgFilter{Paging: p.paging()}
 	if !u.IsSuperuser {
 		f.Member = &u.ID
 	}
