@@ -186,8 +186,8 @@ func (s *Server) readyz(c echo.Context) error {
 	return c.JSON(http.StatusOK, struct{}{})
 }
 
-// logRequests logs one line per request; 5xx causes are logged by
-// handleError.
+// logRequests logs one line per request (probes only at debug level);
+// 5xx causes are logged by handleError.
 func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -196,7 +196,11 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err) // writes the response, so the status below is final
 		}
 		req := c.Request()
-		s.log.LogAttrs(req.Context(), slog.LevelDebug, "http request",
+		level := slog.LevelInfo
+		if c.Path() == "/healthz" || c.Path() == "/readyz" {
+			level = slog.LevelDebug // probes would drown the log
+		}
+		s.log.LogAttrs(req.Context(), level, "http request",
 			slog.String("method", req.Method),
 			slog.String("path", req.URL.Path),
 			slog.Int("status", c.Response().Status),
