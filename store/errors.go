@@ -26,6 +26,7 @@ type Error struct {
 	Detail string
 }
 
+// Error formats the kind and the detail.
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Kind, e.Detail) }
 
 // Unwrap lets errors.Is match the kind.

@@ -4,7 +4,16 @@
 //
 // Queries stay within what both MongoDB 6+ and FerretDB v1 support (no
 // $lookup, $facet, positional updates or transactions): joins and counts
-// are done in Go.
+// are done in Go. FerretDB v1 also has silent wrong results the store codes
+// around (pinned in TestConformance): a $group computes only its first
+// accumulator, and $ne on a field of an array of subdocuments matches
+// anyway. And it answers every query by a full collection scan unless the
+// filter is exactly {_id: <string>}, so crawl documents are read and
+// written by _id alone where possible (see condFilter).
+//
+// Derived numbers (workflow stats, org bytesStored and usage, collection
+// counts) are recomputed from the crawls, never adjusted with $inc, so
+// every operator write and post-crawl task can be repeated after a crash.
 package store
 
 import (

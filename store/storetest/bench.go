@@ -13,9 +13,14 @@ import (
 // goroutines and reports the latency percentiles p50-ms and p99-ms and the
 // throughput ops/s, so that benchmarks of the store, the driver and the
 // HTTP API report comparable figures.
+//
+// ctx carries a long deadline: without one the driver gives up waiting for
+// a connection after 30 s, which 16 callers queued on FerretDB's single
+// connection (maxPoolSize=1) reach with large collections.
 func BenchConcurrent(b *testing.B, clients int, op func(ctx context.Context) error) {
 	b.Helper()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
 	lat := make([]time.Duration, b.N)
 	var next atomic.Int64
 	var wg sync.WaitGroup

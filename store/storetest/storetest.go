@@ -65,9 +65,9 @@ func URI(tb testing.TB) string {
 	return uri
 }
 
-// DBName returns a database name no other test of this run (or of a
+// dbName returns a database name no other test of this run (or of a
 // concurrent run against the same server) uses.
-func DBName() string {
+func dbName() string {
 	return fmt.Sprintf("t%d_%d", os.Getpid(), dbCounter.Add(1))
 }
 
@@ -76,7 +76,7 @@ func DBName() string {
 func Open(tb testing.TB) *store.Mongo {
 	tb.Helper()
 	ctx := context.Background()
-	m, err := store.Open(ctx, URI(tb), DBName())
+	m, err := store.Open(ctx, URI(tb), dbName())
 	if err != nil {
 		tb.Fatal(err)
 	}

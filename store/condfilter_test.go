@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// TestOperatorWritesWithMongoFilters runs the operator's conditional
+// writes with the filters used on MongoDB (condition kept in the filter)
+// whatever the server is, so that path also runs where no MongoDB exists.
+func TestOperatorWritesWithMongoFilters(t *testing.T) {
+	uri := os.Getenv("MONGO_URI") // set by storetest.Main in TestMain
+	if uri == "" {
+		t.Skip("no server")
+	}
+	ctx := context.Background()
+	m, err := Open(ctx, uri, fmt.Sprintf("full%d", os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.db.Drop(ctx); _ = m.Close(ctx) })
+	m.kindKnown, m.isFerret = true, false
+	if err := m.EnsureIndexes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AddCrawl(ctx, &Crawl{ID: "c", OID: uuid.New(), CID: uuid.New(), State: StateStarting}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().UTC().Truncate(time.Second)
+	steps := []struct {
+		name string
+		do   func() (bool, error)
+		want bool
+	}{
+		{"Running", func() (bool, error) {
+			ok, _, err := m.SetCrawlState(ctx, "c", StateRunning, StartingStates, CrawlStateExtra{})
+			return ok, err
+		}, true},
+		{"NotFromStarting", func() (bool, error) {
+			ok, _, err := m.SetCrawlState(ctx, "c", StateWaitingOrgLimit, []string{StateStarting}, CrawlStateExtra{})
+			return ok, err
+		}, false},
+		{"Stats", func() (bool, error) { return m.UpdateCrawlStats(ctx, "c", CrawlStats{Found: 2, Done: 1}) }, true},
+		{"StatsSame", func() (bool, error) { return m.UpdateCrawlStats(ctx, "c", CrawlStats{Found: 2, Done: 1}) }, false},
+		{"File", func() (bool, error) {
+			r, err := m.AddCrawlFile(ctx, "c", CrawlFile{Filename: "a", Size: 3})
+			return r.Added, err
+		}, true},
+		{"FileAgain", func() (bool, error) {
+			r, err := m.AddCrawlFile(ctx, "c", CrawlFile{Filename: "a", Size: 3})
+			return r.Added, err
+		}, false},
+		{"Complete", func() (bool, error) {
+			ok, _, err := m.SetCrawlState(ctx, "c", StateComplete, RunningStates, CrawlStateExtra{Finished: &at})
+			return ok, err
+		}, true},
+		{"StatsAfterFinish", func() (bool, error) { return m.UpdateCrawlStats(ctx, "c", CrawlStats{Found: 9}) }, false},
+	}
+	for _, st := range steps {
+		got, err := st.do()
+		if err != nil || got != st.want {
+			t.Fatalf("%s: %v, %v; want %v", st.name, got, err, st.want)
+		}
+	}
+	c, err := m.GetCrawlByID(ctx, "c")
+	if err != nil || c.State != StateComplete || c.FileCount != 1 || c.FileSize != 3 || c.Stats.Done != 1 {
+		t.Fatalf("crawl %+v, %v", c, err)
+	}
+}
