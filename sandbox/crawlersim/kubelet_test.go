@@ -30,6 +30,9 @@ var (
 
 func sandboxEnv(t *testing.T) *sandbox.Env {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test (sandbox) skipped in -short mode")
+	}
 	envOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
