@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,4 +113,44 @@ func TestRunPostCrawlTasks(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// TestConcurrentPostCrawlTasks finishes several crawls of one workflow at
+// once: the interleaved recomputations must leave the totals of all of
+// them (the generation check in recompute), and usage must count each
+// crawl once.
+func TestConcurrentPostCrawlTasks(t *testing.T) {
+	m := storetest.Open(t)
+	ctx := context.Background()
+	org := mustOrg(t, m, "org")
+	wf := mustWorkflow(t, m, org.ID, "wf", "https://a.example/")
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	const n = 8
+	for i := range n {
+		id := fmt.Sprintf("c%d", i)
+		mustCrawl(t, m, wf, id, t0.Add(time.Duration(i)*time.Minute))
+		finish(t, m, id, store.StateComplete, t0.Add(time.Duration(i)*time.Minute+10*time.Second), 100)
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		for range 2 { // every crawl processed twice, concurrently
+			wg.Go(func() {
+				if _, err := m.RunPostCrawlTasks(ctx, fmt.Sprintf("c%d", i)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	w, err := m.GetCrawlConfig(ctx, org.ID, wf.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := w.WorkflowStats; s.CrawlCount != n || s.CrawlSuccessfulCount != n || s.TotalSize != 100*n || *s.LastCrawlID != "c7" {
+		t.Fatalf("workflow stats %+v", s)
+	}
+	o, err := m.GetOrg(ctx, org.ID)
+	if err != nil || o.BytesStored != 100*n || o.Usage["2026-11"] != 10*n {
+		t.Fatalf("org bytes %d usage %v, %v", o.BytesStored, o.Usage, err)
+	}
 }
