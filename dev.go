@@ -1,18 +1,163 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/trawlerhq/trawler/k8s"
+	"github.com/trawlerhq/trawler/sandbox"
+	"github.com/trawlerhq/trawler/sandbox/crawlersim"
+	"github.com/trawlerhq/trawler/sandbox/kubelet"
 )
 
+// devDefaults replace the production defaults under `trawler dev`: a fixed
+// local port, crawler requests small enough that several crawls fit on the
+// simulated nodes, and a short Lease so a restart takes over at once.
+var devDefaults = map[string]any{
+	"api.listen":                     "127.0.0.1:8000",
+	"crawler.cpu":                    "500m",
+	"crawler.memory":                 "512Mi",
+	"leader_election.lease_duration": 4 * time.Second,
+	"leader_election.renew_deadline": 3 * time.Second,
+	"leader_election.retry_period":   time.Second,
+}
+
 func newDevCommand() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run trawler against a local sandbox cluster (see make dev)",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("dev: the sandbox is not wired yet")
-		},
+		Short: "Run trawler against a local sandbox cluster (what make dev runs)",
+		Long: `Start a sandbox on loopback (kube-apiserver, etcd, kube-scheduler,
+kube-controller-manager, a simulated kubelet running the crawler simulator,
+redis-server and a MongoDB-wire server), then trawler serve against it.
+
+Writes <dir>/env with TRAWLER_API_URL, KUBECONFIG and the Mongo and Redis
+URLs. Ctrl-C stops everything; no process is left behind.
+
+Defaults differ from serve: ` + fmt.Sprint(devDefaults),
+		Args: cobra.NoArgs,
 	}
+	dir := cmd.Flags().String("dir", ".dev", "folder for the sandbox's files and the env file")
+	nodes := cmd.Flags().Int("nodes", 2, "simulated nodes (8 CPUs, 32Gi each)")
+	cfgFile := bindConfigFlags(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		v, err := loadConfig(*cfgFile, cmd.Flags())
+		if err != nil {
+			return err
+		}
+		for key, value := range devDefaults {
+			v.SetDefault(key, value) // file, env and flags still win
+		}
+		ctx, stop := signalContext(cmd.Context())
+		defer stop()
+		return runDev(ctx, v, *dir, *nodes, cmd.OutOrStdout())
+	}
+	return cmd
+}
+
+// runDev starts the sandbox, points serve at it, writes the env file and
+// runs until ctx ends; then everything stops.
+func runDev(ctx context.Context, v *viper.Viper, dir string, nodes int, out io.Writer) error {
+	logger, err := newLogger(v, os.Stderr)
+	if err != nil {
+		return err
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("resolving %s: %w", dir, err)
+	}
+	sandboxDir := filepath.Join(dir, "sandbox")
+	// A fresh cluster every time: state from a previous run would refer to
+	// pods whose programs no longer run.
+	if err := os.RemoveAll(sandboxDir); err != nil {
+		return fmt.Errorf("clearing %s: %w", sandboxDir, err)
+	}
+	if err := os.MkdirAll(sandboxDir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", sandboxDir, err)
+	}
+	fmt.Fprintf(out, "starting the sandbox in %s ...\n", sandboxDir)
+	env, err := sandbox.Start(ctx, sandbox.Options{
+		Dir:                  sandboxDir,
+		Nodes:                kubelet.Nodes{Count: nodes},
+		Programs:             map[string]kubelet.Program{v.GetString("crawler.image"): crawlersim.Program(nil)},
+		CRDs:                 k8s.CRDs(),
+		Namespaces:           []string{v.GetString("crawler_namespace")},
+		CrawlPriorityClasses: v.GetInt("max_crawl_scale"),
+		ClusterDomain:        v.GetString("cluster_domain"),
+		Logger:               logger.With("component", "sandbox"),
+	})
+	if err != nil {
+		return fmt.Errorf("starting sandbox: %w", err)
+	}
+	defer env.Stop()
+	if err := installCrawlerSupport(ctx, env.Client, v); err != nil {
+		return err
+	}
+
+	v.Set("mongo.uri", env.MongoURI())
+	v.Set("kubernetes.kubeconfig", env.Kubeconfig())
+	listening := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- serve(ctx, v, serveDeps{redisDialer: env.Dial, logs: kubeletLogs{env.Kubelet},
+			listening: listening, logger: logger})
+	}()
+	select {
+	case addr := <-listening:
+		apiURL := "http://" + addr
+		envFile := filepath.Join(dir, "env")
+		if err := writeDevEnv(envFile, map[string]string{
+			"TRAWLER_API_URL":   apiURL,
+			"KUBECONFIG":        env.Kubeconfig(),
+			"TRAWLER_MONGO_URI": env.MongoURI(),
+			"MONGO_URI":         env.MongoURI(),
+			"TRAWLER_REDIS_URL": env.RedisURL(0),
+			"REDIS_URL":         env.RedisURL(0),
+			"TRAWLER_USERNAME":  v.GetString("superuser.email"),
+			"TRAWLER_PASSWORD":  v.GetString("superuser.password"),
+		}); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "trawler is up (sandbox started in %s)\n  dashboard and API: %s  (log in as %s / %s)\n  env: source %s\n  Ctrl-C stops everything\n",
+			env.StartDuration.Round(100*time.Millisecond), apiURL, v.GetString("superuser.email"),
+			v.GetString("superuser.password"), envFile)
+	case err := <-served:
+		return err
+	}
+	err = <-served
+	fmt.Fprintln(out, "stopping the sandbox ...")
+	return err
+}
+
+// kubeletLogs lets the operator read container logs from the simulated
+// kubelet, which has no pods/log endpoint.
+type kubeletLogs struct{ k *kubelet.Kubelet }
+
+// PodLogs returns the last tail lines of a container's log.
+func (l kubeletLogs) PodLogs(_ context.Context, namespace, pod, container string, tail int64) (string, error) {
+	lines := strings.SplitAfter(l.k.Logs(namespace, pod, container), "\n")
+	if tail > 0 && int64(len(lines)) > tail {
+		lines = lines[int64(len(lines))-tail:]
+	}
+	return strings.Join(lines, ""), nil
+}
+
+func writeDevEnv(path string, vars map[string]string) error {
+	var b []byte
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		b = fmt.Appendf(b, "export %s=%q\n", k, vars[k])
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }

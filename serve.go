@@ -4,12 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/spf13/viper"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/trawlerhq/trawler/api"
+	"github.com/trawlerhq/trawler/k8s"
+	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
+	"github.com/trawlerhq/trawler/operator"
+	"github.com/trawlerhq/trawler/store"
+	"github.com/trawlerhq/trawler/web"
 )
 
 // serveDeps are the seams `trawler dev` and tests fill in; production
@@ -18,45 +32,248 @@ type serveDeps struct {
 	// redisDialer reaches per-crawl Redis pods by their cluster DNS names
 	// (the sandbox has no cluster DNS).
 	redisDialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// logs reads pod logs where the pods/log API cannot (the sandbox).
+	logs operator.LogReader
 	// listening, when set, receives the API's address once it accepts
 	// connections.
 	listening chan<- string
+	// logger, when set, replaces the configured logger.
+	logger *slog.Logger
 }
 
 // serve runs the configured roles until ctx is cancelled, then shuts down
-// gracefully: the HTTP server drains, the operator stops and the Lease is
-// released so another replica takes over at once.
+// gracefully: the HTTP server drains, the operator and scheduler stop and
+// the Lease is released so another replica takes over at once.
 func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
-	logger, err := newLogger(v, os.Stderr)
+	logger := deps.logger
+	if logger == nil {
+		var err error
+		if logger, err = newLogger(v, os.Stderr); err != nil {
+			return err
+		}
+	}
+	st, err := store.Open(ctx, v.GetString("mongo.uri"), v.GetString("mongo.database"))
+	if err != nil {
+		return fmt.Errorf("opening store: %w", err)
+	}
+	defer func() { _ = st.Close(context.Background()) }()
+
+	restCfg, err := kubeRESTConfig(v)
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte("{}"))
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("building kubernetes client: %w", err)
+	}
+	trawler, err := versioned.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("building trawler client: %w", err)
+	}
+	if v.GetBool("kubernetes.install_crds") {
+		if err := k8s.InstallCRDs(ctx, restCfg); err != nil {
+			return err
+		}
+		if err := k8s.EnsurePriorityClasses(ctx, kube, v.GetInt("max_crawl_scale")); err != nil {
+			return err
+		}
+	}
+
+	ready := &readiness{store: st, kube: kube}
+	apiCfg, err := apiConfig(v, logger)
+	if err != nil {
+		return err
+	}
+	apiSrv := api.New(apiCfg, api.Deps{
+		Store:       st,
+		Launcher:    k8s.NewLauncher(kube, trawler, v.GetString("crawler_namespace")),
+		RedisDialer: deps.redisDialer,
+		Ready:       ready.check,
 	})
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	wg.Go(func() { prepareDatabase(ctx, st, apiSrv, ready, logger) })
+
+	httpErr := make(chan error, 1)
+	srv, err := startHTTP(v, apiSrv, deps.listening, httpErr, logger)
+	if err != nil {
+		return err
+	}
+
+	if v.GetBool("operator.enabled") {
+		opCfg, err := operatorConfig(v)
+		if err != nil {
+			return err
+		}
+		opCfg.RedisDialer = deps.redisDialer
+		wg.Go(func() {
+			if err := lead(ctx, v, opCfg, operator.Deps{Kube: kube, Trawler: trawler, Store: st, Logs: deps.logs, Log: logger},
+				apiSrv.Scheduler(), ready, logger); err != nil {
+				httpErr <- err
+			}
+		})
+	}
+
+	select {
+	case err = <-httpErr:
+		logger.Error("stopping", "err", err)
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	}
+	cancel()
+	shutdownCtx, stop := context.WithTimeout(context.Background(), 15*time.Second)
+	defer stop()
+	if e := srv.Shutdown(shutdownCtx); e != nil && !errors.Is(e, http.ErrServerClosed) && err == nil {
+		err = fmt.Errorf("shutting down http: %w", e)
+	}
+	return err
+}
+
+// startHTTP serves the API, /healthz and /readyz, and the dashboard.
+func startHTTP(v *viper.Viper, apiSrv *api.Server, listening chan<- string, errc chan<- error,
+	logger *slog.Logger) (*http.Server, error) {
+	mux := http.NewServeMux()
+	apiHandler := apiSrv.Handler()
+	mux.Handle("/healthz", apiHandler)
+	mux.Handle("/readyz", apiHandler)
+	if v.GetBool("api.enabled") {
+		mux.Handle("/api/", apiHandler)
+		mux.Handle("/api", apiHandler)
+		mux.Handle("/", web.Handler())
+	}
 	ln, err := net.Listen("tcp", v.GetString("api.listen"))
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", v.GetString("api.listen"), err)
+		return nil, fmt.Errorf("listening on %s: %w", v.GetString("api.listen"), err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	logger.Info("serving", "addr", ln.Addr().String(), "version", version)
-	if deps.listening != nil {
-		deps.listening <- ln.Addr().String()
+	logger.Info("serving", "addr", ln.Addr().String(), "version", version, "api", v.GetBool("api.enabled"))
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("serving http: %w", err)
+		}
+	}()
+	if listening != nil {
+		listening <- ln.Addr().String()
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
+	return srv, nil
+}
+
+// prepareDatabase creates the indexes, the superuser and the default org,
+// retrying until MongoDB answers: the process serves /healthz meanwhile
+// and /readyz says why it is not ready.
+func prepareDatabase(ctx context.Context, st *store.Mongo, apiSrv *api.Server, ready *readiness, logger *slog.Logger) {
+	for delay := 500 * time.Millisecond; ; delay = min(2*delay, 15*time.Second) {
+		err := st.EnsureIndexes(ctx)
+		if err == nil {
+			err = apiSrv.Bootstrap(ctx)
+		}
+		if err == nil {
+			ready.dbReady.Store(true)
+			logger.Info("database ready")
+			return
+		}
+		logger.Warn("preparing database, will retry", "err", err, "retry_in", delay)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("shutting down: %w", err)
+}
+
+// lead runs the operator and the crawl scheduler while this replica holds
+// the Lease, and campaigns again with a fresh controller after losing it.
+func lead(ctx context.Context, v *viper.Viper, cfg operator.Config, deps operator.Deps, sched *api.Scheduler,
+	ready *readiness, logger *slog.Logger) error {
+	host, _ := os.Hostname()
+	for ctx.Err() == nil {
+		ctrl, err := operator.New(cfg, deps)
+		if err != nil {
+			return fmt.Errorf("building operator: %w", err)
+		}
+		le := operator.LeaderElection{
+			Namespace:     v.GetString("leader_election.namespace"),
+			Name:          v.GetString("leader_election.name"),
+			Identity:      host + "_" + uuid.NewString(),
+			LeaseDuration: v.GetDuration("leader_election.lease_duration"),
+			RenewDeadline: v.GetDuration("leader_election.renew_deadline"),
+			RetryPeriod:   v.GetDuration("leader_election.retry_period"),
+			OnLeading: func() {
+				ready.leading.Store(true)
+				if err := sched.Start(ctx); err != nil {
+					logger.Error("starting crawl scheduler", "err", err)
+				}
+			},
+		}
+		if v.GetBool("leader_election.enabled") {
+			err = ctrl.RunWithLeaderElection(ctx, le)
+		} else {
+			le.OnLeading()
+			err = ctrl.Run(ctx)
+		}
+		sched.Stop()
+		ready.leading.Store(false)
+		switch {
+		case errors.Is(err, operator.ErrLostLeadership):
+			logger.Warn("lost leadership; campaigning again")
+		case err != nil && ctx.Err() == nil:
+			return fmt.Errorf("running operator: %w", err)
+		}
 	}
-	logger.Info("stopped")
 	return nil
+}
+
+// readiness is what /readyz checks: MongoDB prepared and answering, the
+// Kubernetes API answering, and, on the leader, the operator's caches
+// synced. Followers are ready too: they serve the API.
+type readiness struct {
+	store   *store.Mongo
+	kube    kubernetes.Interface
+	dbReady atomic.Bool
+	leading atomic.Bool
+	// synced reports the operator's informer caches; set while leading.
+	synced atomic.Pointer[func() bool]
+}
+
+func (r *readiness) check(ctx context.Context) error {
+	if !r.dbReady.Load() {
+		return errors.New("database not prepared yet")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := r.store.Ping(ctx); err != nil {
+		return fmt.Errorf("mongo: %w", err)
+	}
+	if _, err := r.kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+		return fmt.Errorf("kubernetes: %w", err)
+	}
+	if r.leading.Load() {
+		if synced := r.synced.Load(); synced != nil && !(*synced)() {
+			return errors.New("operator caches not synced yet")
+		}
+	}
+	return nil
+}
+
+// kubeRESTConfig loads the kubeconfig named by kubernetes.kubeconfig, or
+// the in-cluster config.
+func kubeRESTConfig(v *viper.Viper) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if path := v.GetString("kubernetes.kubeconfig"); path != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", path)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading kubernetes config: %w", err)
+	}
+	cfg.QPS = float32(v.GetFloat64("operator.kube_qps"))
+	cfg.Burst = v.GetInt("operator.kube_burst")
+	cfg.UserAgent = "trawler/" + version
+	return cfg, nil
 }

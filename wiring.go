@@ -1,0 +1,103 @@
+package main
+
+import (
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/viper"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/trawlerhq/trawler/api"
+	"github.com/trawlerhq/trawler/operator"
+)
+
+// apiConfig maps settings to the API's configuration.
+func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
+	secret := []byte(v.GetString("api.jwt_secret"))
+	if len(secret) == 0 {
+		// Tokens then die with the process and other replicas reject them;
+		// fine for one replica and for `trawler dev`, not for a fleet.
+		logger.Warn("api.jwt_secret is empty: using a random key for this process")
+		secret = make([]byte, 32)
+		if _, err := rand.Read(secret); err != nil {
+			return api.Config{}, fmt.Errorf("generating jwt secret: %w", err)
+		}
+	}
+	return api.Config{
+		JWTSecret:                  secret,
+		TokenLifetime:              time.Duration(v.GetInt("api.jwt_lifetime_minutes")) * time.Minute,
+		MaxCrawlScale:              v.GetInt("max_crawl_scale"),
+		MaxPagesPerCrawl:           v.GetInt("max_pages_per_crawl"),
+		DefaultFilenameTemplate:    v.GetString("api.default_crawl_filename_template"),
+		CrawlerNamespace:           v.GetString("crawler_namespace"),
+		ClusterDomain:              v.GetString("cluster_domain"),
+		SuperuserEmail:             v.GetString("superuser.email"),
+		SuperuserPassword:          v.GetString("superuser.password"),
+		DefaultOrgName:             v.GetString("default_org"),
+		RegistrationEnabled:        v.GetBool("api.registration_enabled"),
+		DefaultBehaviorTimeSeconds: v.GetInt("api.default_behavior_time_seconds"),
+		DefaultPageLoadTimeSeconds: v.GetInt("api.default_page_load_time_seconds"),
+		Logger:                     logger,
+	}, nil
+}
+
+// operatorConfig maps settings to the operator's configuration, starting
+// from its defaults for what has no setting.
+func operatorConfig(v *viper.Viper) (operator.Config, error) {
+	c := operator.DefaultConfig()
+	c.Namespace = v.GetString("crawler_namespace")
+	c.ClusterDomain = v.GetString("cluster_domain")
+	c.MaxCrawlScale = v.GetInt("max_crawl_scale")
+	c.Workers = v.GetInt("operator.workers")
+	c.Resync = v.GetDuration("operator.resync")
+	c.RedisPollInterval = v.GetDuration("operator.redis_poll_interval")
+	c.RedisTimeout = v.GetDuration("operator.redis_timeout")
+	c.LogFailedCrawlLines = v.GetInt("operator.log_failed_crawl_lines")
+
+	c.CrawlerImage = v.GetString("crawler.image")
+	c.CrawlerPullPolicy = v.GetString("crawler.image_pull_policy")
+	c.CrawlerBrowsers = v.GetInt("crawler.browser_instances")
+	c.TerminationGraceSeconds = int64(v.GetInt("crawler.termination_grace_seconds"))
+	c.CrawlerLivenessPort = v.GetInt("crawler.liveness_port")
+	c.CrawlerNodeType = v.GetString("crawler.node_type")
+	c.StorageClass = v.GetString("crawler.volume_storage_class")
+	c.RedisImage = v.GetString("redis.image")
+	c.RedisPullPolicy = v.GetString("redis.image_pull_policy")
+	c.RedisNodeType = v.GetString("redis.node_type")
+
+	quantities := []struct {
+		key string
+		dst *resource.Quantity
+	}{
+		{"crawler.cpu_base", &c.CrawlerCPUBase},
+		{"crawler.memory_base", &c.CrawlerMemoryBase},
+		{"crawler.extra_cpu_per_browser", &c.CrawlerExtraCPU},
+		{"crawler.extra_memory_per_browser", &c.CrawlerExtraMemory},
+		{"crawler.storage", &c.CrawlerStorage},
+		{"redis.cpu", &c.RedisCPU},
+		{"redis.memory", &c.RedisMemory},
+		{"redis.storage", &c.RedisStorage},
+	}
+	for _, q := range quantities {
+		parsed, err := resource.ParseQuantity(v.GetString(q.key))
+		if err != nil {
+			return c, fmt.Errorf("%s: %w", q.key, err)
+		}
+		*q.dst = parsed
+	}
+	for _, o := range []struct {
+		key string
+		dst **resource.Quantity
+	}{{"crawler.cpu", &c.CrawlerCPU}, {"crawler.memory", &c.CrawlerMemory}} {
+		if s := v.GetString(o.key); s != "" {
+			parsed, err := resource.ParseQuantity(s)
+			if err != nil {
+				return c, fmt.Errorf("%s: %w", o.key, err)
+			}
+			*o.dst = &parsed
+		}
+	}
+	return c, nil
+}
