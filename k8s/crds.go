@@ -64,13 +64,19 @@ func CRDObjects() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // version, and waits until the apiserver serves them. It is safe to run
 // from several replicas at once.
 func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
-	client, err := apiextensionsclient.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("building apiextensions client: %w", err)
-	}
 	crds, err := CRDObjects()
 	if err != nil {
 		return err
+	}
+	return ApplyCRDs(ctx, cfg, crds...)
+}
+
+// ApplyCRDs creates or updates the given CRDs and waits until the
+// apiserver serves them.
+func ApplyCRDs(ctx context.Context, cfg *rest.Config, crds ...*apiextensionsv1.CustomResourceDefinition) error {
+	client, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building apiextensions client: %w", err)
 	}
 	api := client.ApiextensionsV1().CustomResourceDefinitions()
 	for _, crd := range crds {

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -47,7 +46,7 @@ type Options struct {
 	// Namespaces are created after the CRDs.
 	Namespaces []string
 	// CrawlPriorityClasses, when > 0, creates that many crawl PriorityClasses
-	// (see CreateCrawlPriorityClasses).
+	// (k8s.EnsurePriorityClasses).
 	CrawlPriorityClasses int
 	// ClusterDomain is the DNS domain of the cluster (default cluster.local).
 	ClusterDomain string
@@ -141,7 +140,7 @@ func (e *Env) start(ctx context.Context, opts Options, began time.Time) error {
 	}
 	e.log.Debug("kubelet ready", "after", time.Since(began))
 
-	if err := InstallCRDs(ctx, e.Cluster.Config, opts.CRDs...); err != nil {
+	if err := installCRDs(ctx, e.Cluster.Config, opts.CRDs...); err != nil {
 		return err
 	}
 	for _, ns := range opts.Namespaces {
@@ -151,7 +150,7 @@ func (e *Env) start(ctx context.Context, opts Options, began time.Time) error {
 			return fmt.Errorf("creating namespace %s: %w", ns, err)
 		}
 	}
-	return CreateCrawlPriorityClasses(ctx, e.Client, opts.CrawlPriorityClasses)
+	return k8s.EnsurePriorityClasses(ctx, e.Client, opts.CrawlPriorityClasses)
 }
 
 // Stop stops every part (programs first, then the control plane and the
@@ -225,23 +224,4 @@ func (e *Env) mongoProcess() *Process {
 		return nil
 	}
 	return e.Mongo.Process
-}
-
-// CreateCrawlPriorityClasses creates the PriorityClasses crawl-instance-0
-// … crawl-instance-<n-1> with values 0, -1, … as upstream's Helm chart
-// does, so instance 0 of a new crawl can preempt later instances of
-// others. Existing classes are left alone (their values are immutable).
-func CreateCrawlPriorityClasses(ctx context.Context, client kubernetes.Interface, n int) error {
-	for i := range n {
-		pc := &schedulingv1.PriorityClass{
-			ObjectMeta:  metav1.ObjectMeta{Name: k8s.PriorityClassName(i)},
-			Value:       int32(-i),
-			Description: fmt.Sprintf("Priority for crawl instance #%d", i),
-		}
-		_, err := client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating priorityclass %s: %w", pc.Name, err)
-		}
-	}
-	return nil
 }
