@@ -205,10 +205,12 @@ func (s *Server) crawlReplay(c echo.Context) error {
 	return s.writeReplay(c, crawl)
 }
 
-// updateCrawl edits a crawl's metadata (PATCH on /crawls and /all-crawls;
-// the /crawls form does not reach uploads).
-func (s *Server) updateCrawl(c echo.Context) error {
-	anyType := strings.Contains(c.Path(), "/all-crawls/")
+// updateCrawl edits a crawl's metadata; updateAnyCrawl is the all-crawls
+// form, which reaches uploads too.
+func (s *Server) updateCrawl(c echo.Context) error    { return s.updateCrawlOf(c, false) }
+func (s *Server) updateAnyCrawl(c echo.Context) error { return s.updateCrawlOf(c, true) }
+
+func (s *Server) updateCrawlOf(c echo.Context, anyType bool) error {
 	crawl, err := s.crawlParam(c, anyType, detailCrawlNotFound)
 	if err != nil {
 		return err

@@ -111,11 +111,15 @@ func toCrawlOutWithResources(c *store.Crawl, users map[uuid.UUID]store.User, liv
 	return out
 }
 
-// crawlUserIDs are the users the crawls' userName fields name.
+// crawlUserIDs are the distinct users the crawls' userName fields name.
 func crawlUserIDs(cs ...store.Crawl) []uuid.UUID {
-	ids := make([]uuid.UUID, 0, len(cs))
+	seen := map[uuid.UUID]bool{}
+	var ids []uuid.UUID
 	for _, c := range cs {
-		ids = append(ids, c.UserID)
+		if !seen[c.UserID] {
+			seen[c.UserID] = true
+			ids = append(ids, c.UserID)
+		}
 	}
 	return ids
 }

@@ -108,7 +108,7 @@ func (s *Server) routes() []route {
 		{get, all + "/search-values", accessOrgViewer, s.allCrawlsSearchValues, "Values to search crawls by", "all-crawls", nil, crawlSearchOut{}, []string{"crawlType"}},
 		{post, all + "/delete", accessOrgCrawler, s.deleteAllCrawls, "Delete crawls or uploads", "all-crawls", deleteCrawlsIn{}, deletedOut{}, nil},
 		{get, all + "/:crawl_id", accessOrgCrawler, s.getAllCrawl, "One crawl or upload with files", "all-crawls", nil, crawlOutWithResources{}, nil},
-		{patch, all + "/:crawl_id", accessOrgCrawler, s.updateCrawl, "Update a crawl's or upload's metadata", "all-crawls", crawlUpdateIn{}, updatedOut{}, nil},
+		{patch, all + "/:crawl_id", accessOrgCrawler, s.updateAnyCrawl, "Update a crawl's or upload's metadata", "all-crawls", crawlUpdateIn{}, updatedOut{}, nil},
 		{get, all + "/:crawl_id/replay.json", accessOrgViewer, s.crawlReplayAny, "A crawl or upload with its files", "all-crawls", nil, crawlOutWithResources{}, nil},
 	}
 }
