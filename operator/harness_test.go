@@ -157,16 +157,18 @@ func (h *harness) config() operator.Config {
 	return cfg
 }
 
-// operator runs a controller until the returned stop is called (or the
+// runningOperator is a controller running until stop is called (or the
 // test ends).
 type runningOperator struct {
 	cancel context.CancelFunc
-	done   chan error
+	done   chan struct{}
+	err    error
 }
 
 func (r *runningOperator) stop() error {
 	r.cancel()
-	return <-r.done
+	<-r.done
+	return r.err
 }
 
 func (h *harness) startOperator(cfg operator.Config) *runningOperator {
@@ -176,9 +178,12 @@ func (h *harness) startOperator(cfg operator.Config) *runningOperator {
 		h.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &runningOperator{cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- c.Run(ctx) }()
-	h.t.Cleanup(func() { cancel(); <-r.done })
+	r := &runningOperator{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.err = c.Run(ctx)
+	}()
+	h.t.Cleanup(func() { _ = r.stop() })
 	return r
 }
 
