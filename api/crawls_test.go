@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -58,6 +59,11 @@ func TestListCrawls(t *testing.T) {
 	e := newEnv(t)
 	cidA, a := e.startCrawl(asCrawler, "A")
 	_, b := e.startCrawl(asOwner, "B")
+	// Both started this second; make A the older for the sort checks.
+	if _, err := e.store.DB().Collection("crawls").UpdateByID(t.Context(), a,
+		map[string]any{"$set": map[string]any{"started": time.Now().UTC().Add(-time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
 	e.setState(b, "complete")
 	ids := func(path string) []string {
 		t.Helper()

@@ -177,7 +177,7 @@ type page struct {
 }
 
 // paging is the page in the store's terms.
-func (p page) paging() store.Paging { return p.paging() }
+func (p page) paging() store.Paging { return store.Paging{Page: p.Page, PageSize: p.PageSize} }
 
 // pageOut is upstream's paginated response.
 type pageOut[T any] struct {
