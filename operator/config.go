@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/rest"
 
 	"github.com/trawlerhq/trawler/k8s"
 )
@@ -88,6 +89,11 @@ type Config struct {
 	Resync time.Duration
 	// Workers is the number of CrawlJob sync workers.
 	Workers int
+	// KubeQPS and KubeBurst rate-limit the operator's API clients (see
+	// RestConfig); client-go's defaults (5/10) would make creating a
+	// hundred crawls take a minute.
+	KubeQPS   float32
+	KubeBurst int
 
 	// DefaultTTL keeps a finished CrawlJob this long unless its spec says.
 	DefaultTTL time.Duration
@@ -135,6 +141,8 @@ func DefaultConfig() Config {
 		FastResync:              3 * time.Second,
 		Resync:                  10 * time.Second,
 		Workers:                 4,
+		KubeQPS:                 200,
+		KubeBurst:               400,
 		DefaultTTL:              30 * time.Second,
 		RedisIdle:               60 * time.Second,
 		StartingTimeout:         60 * time.Second,
@@ -176,6 +184,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Workers <= 0 {
 		c.Workers = d.Workers
+	}
+	if c.KubeQPS <= 0 {
+		c.KubeQPS = d.KubeQPS
+	}
+	if c.KubeBurst <= 0 {
+		c.KubeBurst = d.KubeBurst
 	}
 	if c.TerminationGraceSeconds <= 0 {
 		c.TerminationGraceSeconds = d.TerminationGraceSeconds
@@ -219,4 +233,14 @@ func (c Config) crawlerResources() (cpu, mem resource.Quantity) {
 // RedisURL is the URL of a crawl's Redis, as crawlers and the API use it.
 func (c Config) RedisURL(crawlID string) string {
 	return fmt.Sprintf("redis://%s.redis.%s.svc.%s/0", k8s.RedisName(crawlID), c.Namespace, c.ClusterDomain)
+}
+
+// RestConfig returns a copy of base with the operator's client rate
+// limits, for building the clients given to New.
+func RestConfig(base *rest.Config, cfg Config) *rest.Config {
+	cfg = cfg.withDefaults()
+	rc := rest.CopyConfig(base)
+	rc.QPS, rc.Burst = cfg.KubeQPS, cfg.KubeBurst
+	rc.RateLimiter = nil
+	return rc
 }

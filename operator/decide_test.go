@@ -102,8 +102,12 @@ func TestDecide(t *testing.T) {
 			}}},
 		{name: "crawler running and redis reachable: running, stats copied",
 			job: newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.Scale, s.InitRedis = 1, true })), at: 5 * time.Second,
-			pods:  pods(corev1.PodRunning),
-			redis: func() *redisState { r := reachable("running"); r.PagesFound, r.PagesDone, r.Size = 10, 3, 12345678; return r }(),
+			pods: pods(corev1.PodRunning),
+			redis: func() *redisState {
+				r := reachable("running")
+				r.PagesFound, r.PagesDone, r.Size = 10, 3, 12345678
+				return r
+			}(),
 			checks: []check{wantTransition(store.StateRunning), func(t *testing.T, d decision) {
 				s := d.Status
 				if s.PagesFound != 10 || s.PagesDone != 3 || s.SizeHuman != "12.3 MB" || s.RunningSince == nil {
@@ -132,7 +136,7 @@ func TestDecide(t *testing.T) {
 				}
 			}}},
 		{name: "done with pages left: partial_complete",
-			job:  newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			job: newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
 			pods: pods(corev1.PodSucceeded),
 			redis: func() *redisState {
 				r := reachable("done")
@@ -141,7 +145,7 @@ func TestDecide(t *testing.T) {
 			}(),
 			checks: []check{wantTransition(store.StatePartialComplete)}},
 		{name: "done but a WACZ is not recorded yet: wait",
-			job:  newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			job: newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
 			pods: pods(corev1.PodSucceeded),
 			redis: func() *redisState {
 				r := reachable("done")
@@ -150,11 +154,11 @@ func TestDecide(t *testing.T) {
 			}(),
 			checks: []check{wantTransition("")}},
 		{name: "done but the pod has not exited: wait",
-			job:  newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			job: newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
 			pods: pods(corev1.PodRunning), redis: reachable("done"),
 			checks: []check{wantTransition("")}},
 		{name: "one page and no file: failed",
-			job:  newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			job: newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
 			pods: pods(corev1.PodSucceeded),
 			redis: func() *redisState {
 				r := reachable("done")
@@ -168,11 +172,11 @@ func TestDecide(t *testing.T) {
 			pods: pods(corev1.PodRunning), redis: reachable("failed"),
 			checks: []check{wantTransition(store.StateCanceled)}},
 		{name: "all failed: failed",
-			job:  newJob(2, runningStatus(store.StateRunning, 2)), at: time.Minute,
+			job: newJob(2, runningStatus(store.StateRunning, 2)), at: time.Minute,
 			pods: pods(corev1.PodRunning, corev1.PodRunning), redis: reachable("failed", "failed"),
 			checks: []check{wantTransition(store.StateFailed)}},
 		{name: "one done one failed counts as finished and successful (#1889)",
-			job:  newJob(2, runningStatus(store.StateRunning, 2)), at: time.Minute,
+			job: newJob(2, runningStatus(store.StateRunning, 2)), at: time.Minute,
 			pods: pods(corev1.PodSucceeded, corev1.PodRunning),
 			redis: func() *redisState {
 				r := reachable("done", "failed")
@@ -181,7 +185,7 @@ func TestDecide(t *testing.T) {
 			}(),
 			checks: []check{wantTransition(store.StateComplete)}},
 		{name: "scale beyond the instances that exist still finishes (#1888)",
-			job:  newJob(3, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			job: newJob(3, runningStatus(store.StateRunning, 1)), at: time.Minute,
 			pods: pods(corev1.PodSucceeded),
 			redis: func() *redisState {
 				r := reachable("done")
@@ -190,15 +194,15 @@ func TestDecide(t *testing.T) {
 			}(),
 			checks: []check{wantTransition(store.StateComplete), wantScale(1)}},
 		{name: "post phases: generate-wacz wins over uploading and pending-wait",
-			job:  newJob(3, runningStatus(store.StateRunning, 3)), at: time.Minute,
+			job: newJob(3, runningStatus(store.StateRunning, 3)), at: time.Minute,
 			pods: pods(corev1.PodRunning, corev1.PodRunning, corev1.PodRunning), redis: reachable("uploading-wacz", "generate-wacz", "pending-wait"),
 			checks: []check{wantTransition(store.StateGenerateWACZ)}},
 		{name: "post phase back to running when an instance runs (#1179)",
-			job:  newJob(2, runningStatus(store.StateUploadingWACZ, 2)), at: time.Minute,
+			job: newJob(2, runningStatus(store.StateUploadingWACZ, 2)), at: time.Minute,
 			pods: pods(corev1.PodRunning, corev1.PodRunning), redis: reachable("running", "uploading-wacz"),
 			checks: []check{wantTransition(store.StateRunning)}},
 		{name: "steady running crawl: no transition, no requeue",
-			job:  newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			job: newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
 			pods: pods(corev1.PodRunning), redis: reachable("running"),
 			checks: []check{wantTransition(""), func(t *testing.T, d decision) {
 				if d.RequeueAfter != 0 || d.Control.Stopping {
@@ -242,7 +246,7 @@ func TestDecide(t *testing.T) {
 				}
 			}}},
 		{name: "scale down asks the instances above to stop and keeps them",
-			job:  newJob(1, runningStatus(store.StateRunning, 3)), at: time.Minute,
+			job: newJob(1, runningStatus(store.StateRunning, 3)), at: time.Minute,
 			pods: pods(corev1.PodRunning, corev1.PodRunning, corev1.PodRunning), redis: reachable("running", "running", "running"),
 			checks: []check{wantScale(3), wantPods(0, 1, 2), func(t *testing.T, d decision) {
 				want := map[string]bool{name(1): true, name(2): true}
@@ -251,11 +255,11 @@ func TestDecide(t *testing.T) {
 				}
 			}}},
 		{name: "scale down drops only the contiguous top of Succeeded instances",
-			job:  newJob(1, runningStatus(store.StateRunning, 3)), at: time.Minute,
+			job: newJob(1, runningStatus(store.StateRunning, 3)), at: time.Minute,
 			pods: pods(corev1.PodRunning, corev1.PodRunning, corev1.PodSucceeded), redis: reachable("running", "uploading-wacz", "done"),
 			checks: []check{wantScale(2), wantPods(0, 1)}},
 		{name: "scale down completes when all above are Succeeded",
-			job:  newJob(1, runningStatus(store.StateRunning, 3)), at: time.Minute,
+			job: newJob(1, runningStatus(store.StateRunning, 3)), at: time.Minute,
 			pods: pods(corev1.PodRunning, corev1.PodSucceeded, corev1.PodSucceeded), redis: reachable("running", "done", "done"),
 			checks: []check{wantScale(1), wantPods(0), func(t *testing.T, d decision) {
 				if len(d.Control.Cleanup) != 0 {
@@ -263,15 +267,15 @@ func TestDecide(t *testing.T) {
 				}
 			}}},
 		{name: "an interrupted instance is not dropped",
-			job:  newJob(1, runningStatus(store.StateRunning, 2)), at: time.Minute,
+			job: newJob(1, runningStatus(store.StateRunning, 2)), at: time.Minute,
 			pods: pods(corev1.PodRunning, corev1.PodRunning), redis: reachable("running", "interrupted"),
 			checks: []check{wantScale(2)}},
 		{name: "an instance that never ran is dropped at once",
-			job:  newJob(1, runningStatus(store.StateRunning, 2)), at: time.Minute,
+			job: newJob(1, runningStatus(store.StateRunning, 2)), at: time.Minute,
 			pods: pods(corev1.PodRunning, corev1.PodPending), redis: reachable("running"),
 			checks: []check{wantScale(1)}},
 		{name: "scaled-down instances' fields are cleaned once their pods are gone",
-			job:  newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			job: newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
 			pods: pods(corev1.PodRunning),
 			redis: func() *redisState {
 				r := reachable("running", "done", "done")
@@ -284,19 +288,19 @@ func TestDecide(t *testing.T) {
 				}
 			}}},
 		{name: "scale down waits while redis is unreachable",
-			job:  newJob(1, runningStatus(store.StateRunning, 2)), at: time.Minute,
+			job: newJob(1, runningStatus(store.StateRunning, 2)), at: time.Minute,
 			pods: pods(corev1.PodRunning, corev1.PodSucceeded), redis: &redisState{Since: t0.Add(55 * time.Second)},
 			checks: []check{wantScale(2)}},
 		{name: "scale up is immediate",
-			job:  newJob(3, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			job: newJob(3, runningStatus(store.StateRunning, 1)), at: time.Minute,
 			pods: pods(corev1.PodRunning), redis: func() *redisState { r := reachable("running"); r.PagesFound = 50; return r }(),
 			checks: []check{wantScale(3), wantPods(0, 1, 2)}},
 		{name: "scale up is capped at pages found",
-			job:  newJob(3, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			job: newJob(3, runningStatus(store.StateRunning, 1)), at: time.Minute,
 			pods: pods(corev1.PodRunning), redis: func() *redisState { r := reachable("running"); r.PagesFound = 2; return r }(),
 			checks: []check{wantScale(2), wantPods(0, 1)}},
 		{name: "scale up waits for a stale instance's fields to be cleaned",
-			job:  newJob(2, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			job: newJob(2, runningStatus(store.StateRunning, 1)), at: time.Minute,
 			pods: pods(corev1.PodRunning), redis: func() *redisState { r := reachable("running", "done"); r.PagesFound = 9; return r }(),
 			checks: []check{wantScale(1), wantPods(0), func(t *testing.T, d decision) {
 				if !slices.Equal(d.Control.Cleanup, []string{name(1)}) {
@@ -304,7 +308,7 @@ func TestDecide(t *testing.T) {
 				}
 			}}},
 		{name: "scaling back up clears a pending stopone",
-			job:  newJob(2, runningStatus(store.StateRunning, 2)), at: time.Minute,
+			job: newJob(2, runningStatus(store.StateRunning, 2)), at: time.Minute,
 			pods: pods(corev1.PodRunning, corev1.PodRunning),
 			redis: func() *redisState {
 				r := reachable("running", "running")

@@ -218,4 +218,3 @@ func TestDesiredChildren(t *testing.T) {
 		})
 	}
 }
-
