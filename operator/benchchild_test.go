@@ -1,0 +1,191 @@
+package operator_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
+	"github.com/trawlerhq/trawler/operator"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// The benchmark of a thousand running crawls measures the operator alone,
+// so it runs the operator in a child process: this test binary started
+// again with childEnv set. These are its settings.
+const (
+	childEnv       = "TRAWLER_OPERATOR_CHILD"
+	childNamespace = "TRAWLER_CHILD_NAMESPACE"
+	childKube      = "TRAWLER_CHILD_KUBECONFIG"
+	childMongo     = "TRAWLER_CHILD_MONGO"
+	childDB        = "TRAWLER_CHILD_DB"
+	childRedis     = "TRAWLER_CHILD_REDIS"
+	childCounts    = "TRAWLER_CHILD_COUNTS"
+)
+
+// Stub images: the sandbox kubelet runs unknown images as containers that
+// just wait to be stopped, so these pods run without any crawling.
+const (
+	stubCrawlerImage = "bench/crawler-stub"
+	stubRedisImage   = "bench/kv-stub"
+)
+
+// stubConfig makes the operator run stub pods and reach every crawl's
+// Redis at one redis-server (keys are per crawl already).
+func stubConfig(cfg operator.Config, redisAddr string) operator.Config {
+	cfg.CrawlerImage, cfg.RedisImage = stubCrawlerImage, stubRedisImage
+	cpu, mem := resource.MustParse("1m"), resource.MustParse("1Mi")
+	cfg.CrawlerCPU, cfg.CrawlerMemory = &cpu, &mem
+	cfg.RedisCPU, cfg.RedisMemory = resource.MustParse("1m"), resource.MustParse("1Mi")
+	cfg.RedisDialer = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, redisAddr)
+	}
+	return cfg
+}
+
+// requestCounter counts API requests by verb.
+type requestCounter struct {
+	next http.RoundTripper
+	mu   *sync.Mutex
+	n    map[string]int64
+}
+
+func (c requestCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	verb := r.Method
+	if r.URL.Query().Get("watch") == "true" {
+		verb = "WATCH"
+	}
+	c.mu.Lock()
+	c.n[verb]++
+	c.mu.Unlock()
+	return c.next.RoundTrip(r)
+}
+
+// runChildOperator is the child process: an operator whose request
+// counts are written to a file every 200 ms.
+func runChildOperator() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	base, err := clientcmd.BuildConfigFromFlags("", os.Getenv(childKube))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cfg := operator.DefaultConfig()
+	cfg.Namespace = os.Getenv(childNamespace)
+	cfg = stubConfig(cfg, os.Getenv(childRedis))
+	rc := operator.RestConfig(base, cfg)
+	var mu sync.Mutex
+	counts := map[string]int64{}
+	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return requestCounter{next: rt, mu: &mu, n: counts} }
+	st, err := store.Open(ctx, os.Getenv(childMongo), os.Getenv(childDB))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	c, err := operator.New(cfg, operator.Deps{Kube: kubernetes.NewForConfigOrDie(rc), Trawler: versioned.NewForConfigOrDie(rc),
+		Store: st, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go func() {
+		for ctx.Err() == nil {
+			mu.Lock()
+			b, _ := json.Marshal(counts)
+			mu.Unlock()
+			tmp := os.Getenv(childCounts) + ".tmp"
+			if os.WriteFile(tmp, b, 0o644) == nil {
+				_ = os.Rename(tmp, os.Getenv(childCounts))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	if err := c.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// childOperator is a running child process.
+type childOperator struct {
+	cmd    *exec.Cmd
+	counts string
+}
+
+func (h *harness) startChildOperator(db string) *childOperator {
+	h.t.Helper()
+	c := &childOperator{counts: h.t.TempDir() + "/counts.json"}
+	c.cmd = exec.Command(os.Args[0])
+	c.cmd.Env = append(os.Environ(), childEnv+"=1", childNamespace+"="+h.ns, childKube+"="+h.env.Kubeconfig(),
+		childMongo+"="+h.env.MongoURI(), childDB+"="+db, childRedis+"="+h.env.Redis.Addr(), childCounts+"="+c.counts)
+	c.cmd.Stderr = os.Stderr
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := c.cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = c.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = c.cmd.Process.Kill()
+		}
+	})
+	return c
+}
+
+// requests reads the child's request counts by verb.
+func (c *childOperator) requests() map[string]int64 {
+	b, err := os.ReadFile(c.counts)
+	if err != nil {
+		return map[string]int64{}
+	}
+	out := map[string]int64{}
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+// usage reads the child's resident memory (bytes) and CPU time.
+func (c *childOperator) usage() (rss int64, cpu time.Duration) {
+	pid := strconv.Itoa(c.cmd.Process.Pid)
+	if b, err := os.ReadFile("/proc/" + pid + "/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				rss = kb * 1024
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
+		// Fields after the parenthesised command: utime and stime are the
+		// 12th and 13th.
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 12 {
+			ut, _ := strconv.ParseInt(f[11], 10, 64)
+			stt, _ := strconv.ParseInt(f[12], 10, 64)
+			cpu = time.Duration(ut+stt) * time.Second / 100
+		}
+	}
+	return rss, cpu
+}
