@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,8 +22,9 @@ import (
 // a UID precondition, so a replacement is never hit), recreate pods that
 // failed for good (evicted), and force-delete pods whose deletion never
 // completes. Pods and PVCs are never updated. Errors are collected and
-// the rest goes on. It returns when to look again for stuck deletions.
-func (c *Controller) apply(ctx context.Context, cj *trawlerv1.CrawlJob, o observed, want children) (time.Duration, error) {
+// the rest goes on. It returns how many objects it created and when to
+// look again for stuck deletions.
+func (c *Controller) apply(ctx context.Context, cj *trawlerv1.CrawlJob, o observed, want children) (int, time.Duration, error) {
 	var errs []error
 	var requeue time.Duration
 	pods := map[string]*corev1.Pod{}
@@ -60,27 +62,55 @@ func (c *Controller) apply(ctx context.Context, cj *trawlerv1.CrawlJob, o observ
 		}
 	}
 
-	// PVCs before pods, so a new pod finds its volume.
-	for _, name := range slices.Sorted(maps.Keys(want.PVCs)) {
-		if o.PVCs[name] != nil {
+	// PVCs before pods, so a new pod finds its volume; each group is
+	// created concurrently, since a new crawl needs several objects.
+	n, err := createAll(ctx, want.PVCs, func(name string) bool { return o.PVCs[name] != nil },
+		func(ctx context.Context, p *corev1.PersistentVolumeClaim) error {
+			_, err := c.kube.CoreV1().PersistentVolumeClaims(cj.Namespace).Create(ctx, p, metav1.CreateOptions{})
+			return err
+		})
+	created := n
+	errs = append(errs, err)
+	n, err = createAll(ctx, want.Pods, func(name string) bool { return pods[name] != nil },
+		func(ctx context.Context, p *corev1.Pod) error {
+			_, err := c.kube.CoreV1().Pods(cj.Namespace).Create(ctx, p, metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				c.recorder.Eventf(cj, corev1.EventTypeWarning, ReasonCreateFailed, "creating pod %s: %v", p.Name, err)
+			}
+			return err
+		})
+	created += n
+	errs = append(errs, err)
+	return created, requeue, errors.Join(errs...)
+}
+
+// createAll creates the wanted objects that do not exist, concurrently,
+// and returns how many it created; an object that exists already (a stale
+// cache) is fine.
+func createAll[T metav1.Object](ctx context.Context, want map[string]T, exists func(string) bool,
+	create func(context.Context, T) error) (int, error) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	created := 0
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if exists(name) {
 			continue
 		}
-		_, err := c.kube.CoreV1().PersistentVolumeClaims(cj.Namespace).Create(ctx, want.PVCs[name], metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			errs = append(errs, fmt.Errorf("creating pvc %s: %w", name, err))
-		}
+		wg.Go(func() {
+			err := create(ctx, want[name])
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				created++
+			case !apierrors.IsAlreadyExists(err):
+				errs = append(errs, fmt.Errorf("creating %s: %w", name, err))
+			}
+		})
 	}
-	for _, name := range slices.Sorted(maps.Keys(want.Pods)) {
-		if pods[name] != nil {
-			continue
-		}
-		_, err := c.kube.CoreV1().Pods(cj.Namespace).Create(ctx, want.Pods[name], metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			c.recorder.Eventf(cj, corev1.EventTypeWarning, ReasonCreateFailed, "creating pod %s: %v", name, err)
-			errs = append(errs, fmt.Errorf("creating pod %s: %w", name, err))
-		}
-	}
-	return requeue, errors.Join(errs...)
+	wg.Wait()
+	return created, errors.Join(errs...)
 }
 
 // forceDeleteIfStuck removes a terminating pod with no grace once

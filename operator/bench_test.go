@@ -3,6 +3,8 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"slices"
 	"sync"
 	"testing"
@@ -101,6 +103,9 @@ func BenchmarkCreate100CrawlJobs(b *testing.B) {
 	const n = 100
 	h := newHarness(b)
 	cfg := stubConfig(h.config(), h.env.Redis.Addr())
+	if w, err := strconv.Atoi(os.Getenv("BENCH_WORKERS")); err == nil {
+		cfg.Workers = w
+	}
 	rc := operator.RestConfig(h.env.Config(), cfg)
 	deps := h.deps()
 	deps.Kube = kubernetes.NewForConfigOrDie(rc)
@@ -164,8 +169,8 @@ func BenchmarkCreate100CrawlJobs(b *testing.B) {
 	b.ReportMetric(concurrent.Seconds(), "s-direct-8")
 	b.ReportMetric(viaOperator.Seconds()/sequential.Seconds(), "ratio-vs-1")
 	b.ReportMetric(viaOperator.Seconds()/concurrent.Seconds(), "ratio-vs-8")
-	b.Logf("%d crawl jobs -> pods via the operator: %v; same PVCs+pods directly: %v (1 caller), %v (8 callers); QPS %v burst %d",
-		n, viaOperator, sequential, concurrent, cfg.KubeQPS, cfg.KubeBurst)
+	b.Logf("%d crawl jobs -> pods via the operator (%d workers): %v; same PVCs+pods directly: %v (1 caller), %v (8 callers); QPS %v burst %d",
+		n, cfg.Workers, viaOperator, sequential, concurrent, cfg.KubeQPS, cfg.KubeBurst)
 }
 
 // benchObjects are the PVCs and crawler pod the operator renders for a

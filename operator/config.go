@@ -140,7 +140,7 @@ func DefaultConfig() Config {
 		StoreTimeout:            5 * time.Second,
 		FastResync:              3 * time.Second,
 		Resync:                  10 * time.Second,
-		Workers:                 4,
+		Workers:                 16,
 		KubeQPS:                 200,
 		KubeBurst:               400,
 		DefaultTTL:              30 * time.Second,

@@ -85,6 +85,8 @@ type Controller struct {
 	// written remembers the status we last wrote per job and the version
 	// it replaced, so a sync racing the informer does not act on the old.
 	written sync.Map // key -> writtenJob
+	// quotas caches org concurrency quotas (uuid -> cachedQuota).
+	quotas sync.Map
 }
 
 type writtenJob struct {

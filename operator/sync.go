@@ -74,7 +74,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		// The crawl just ended: tear down from the next sync on.
 		c.queue.Add(key)
 	}
-	requeue, err := c.apply(ctx, cj, o, desiredChildren(cj, c.cfg, d.Plan))
+	created, requeue, err := c.apply(ctx, cj, o, desiredChildren(cj, c.cfg, d.Plan))
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -87,8 +87,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err := c.recordPods(ctx, cj, d.Status.Pods); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.writeStatus(ctx, key, cj, d.Status); err != nil {
-		errs = append(errs, err)
+	// A sync that created children is called back by their events at
+	// once; writing the status then, not now, lets a burst of new crawls
+	// get all their pods first. A state change is written at once.
+	if created == 0 || d.Transition != nil || d.Status.Finished != nil {
+		if err := c.writeStatus(ctx, key, cj, d.Status); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if d.Status.Finished != nil && meta.IsStatusConditionTrue(d.Status.Conditions, CondFinishTasks) {
 		after, err := c.release(ctx, cj, d.Status, o)
@@ -184,23 +189,46 @@ func (c *Controller) orgSlotFree(ctx context.Context, cj *trawlerv1.CrawlJob) (b
 	if err != nil {
 		return true, nil // no org to limit by
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
-	defer cancel()
-	org, err := c.store.GetOrg(ctx, oid)
-	if errors.Is(err, store.ErrNotFound) {
-		return true, nil
-	}
+	maxConcurrent, err := c.orgQuota(ctx, oid)
 	if err != nil {
-		return false, fmt.Errorf("reading org quota: %w", err)
+		return false, err
 	}
-	if org.Quotas.MaxConcurrentCrawls <= 0 {
+	if maxConcurrent <= 0 {
 		return true, nil
 	}
 	siblings, err := c.jobs.CrawlJobs(cj.Namespace).List(labels.SelectorFromSet(labels.Set{k8s.LabelOrg: cj.Spec.OID}))
 	if err != nil {
 		return false, fmt.Errorf("listing org crawls: %w", err)
 	}
-	return orgSlotFree(cj, siblings, org.Quotas.MaxConcurrentCrawls), nil
+	return orgSlotFree(cj, siblings, maxConcurrent), nil
+}
+
+// orgQuotaTTL is how long an org's concurrency quota is cached: a burst
+// of new crawls then costs one database read per org, not one per sync.
+const orgQuotaTTL = 5 * time.Second
+
+type cachedQuota struct {
+	max int
+	at  time.Time
+}
+
+// orgQuota returns an org's maxConcurrentCrawls (0 = unlimited).
+func (c *Controller) orgQuota(ctx context.Context, oid uuid.UUID) (int, error) {
+	now := c.clock.Now()
+	if q, ok := c.quotas.Load(oid); ok && now.Sub(q.(cachedQuota).at) < orgQuotaTTL {
+		return q.(cachedQuota).max, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
+	defer cancel()
+	org, err := c.store.GetOrg(ctx, oid)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("reading org quota: %w", err)
+	}
+	c.quotas.Store(oid, cachedQuota{max: org.Quotas.MaxConcurrentCrawls, at: now})
+	return org.Quotas.MaxConcurrentCrawls, nil
 }
 
 // transition applies decide's state change to the crawl document and
@@ -283,7 +311,7 @@ func (c *Controller) reportProblems(cj *trawlerv1.CrawlJob, problems []string) {
 // recordPods stores the per-pod view in the crawl document when it
 // changed.
 func (c *Controller) recordPods(ctx context.Context, cj *trawlerv1.CrawlJob, pods map[string]trawlerv1.PodStatus) error {
-	if apiequality.Semantic.DeepEqual(cj.Status.Pods, pods) || len(pods) == 0 {
+	if len(pods) == 0 || !podsChangedMuch(cj.Status.Pods, pods) {
 		return nil
 	}
 	out := make(map[string]store.PodStatus, len(pods))
@@ -298,6 +326,26 @@ func (c *Controller) recordPods(ctx context.Context, cj *trawlerv1.CrawlJob, pod
 		return fmt.Errorf("recording pod status: %w", err)
 	}
 	return nil
+}
+
+// podsChangedMuch reports changes worth a database write: pods coming or
+// going, a restart, an exit, a terminal phase. Pending -> Running alone is
+// left to the CrawlJob status, which keeps a crawl start cheap.
+func podsChangedMuch(old, cur map[string]trawlerv1.PodStatus) bool {
+	if len(old) != len(cur) {
+		return true
+	}
+	terminal := func(phase string) bool {
+		return phase == string(corev1.PodSucceeded) || phase == string(corev1.PodFailed)
+	}
+	for k, p := range cur {
+		o, ok := old[k]
+		if !ok || o.Restarts != p.Restarts || o.Reason != p.Reason || !apiequality.Semantic.DeepEqual(o.ExitCode, p.ExitCode) ||
+			terminal(o.Phase) != terminal(p.Phase) || !apiequality.Semantic.DeepEqual(o.Requests, p.Requests) {
+			return true
+		}
+	}
+	return false
 }
 
 // writeStatus writes the status if it changed, and remembers it.

@@ -138,13 +138,31 @@ func TestSyncCreatesChildrenOfANewCrawl(t *testing.T) {
 	}
 	w := f.writes()
 	for _, want := range []string{"create persistentvolumeclaims redis-" + testID, "create persistentvolumeclaims " + name(0),
-		"create persistentvolumeclaims " + name(1), "create pods " + name(0), "create pods " + name(1), "update crawljobs/status"} {
+		"create persistentvolumeclaims " + name(1), "create pods " + name(0), "create pods " + name(1)} {
 		if !contains(w, want) {
 			t.Errorf("missing %q in %v", want, w)
 		}
 	}
 	if contains(w, "create pods redis-"+testID) {
 		t.Error("redis pod created before any crawler is active")
+	}
+	if contains(w, "update crawljobs/status") {
+		t.Error("status written in the sync that created children; their events bring the next sync")
+	}
+	// The children's events bring the next sync, which records the status.
+	pods, _ := f.kube.CoreV1().Pods("crawlers").List(context.Background(), metav1.ListOptions{})
+	for i := range pods.Items {
+		f.seed(&pods.Items[i])
+	}
+	pvcs, _ := f.kube.CoreV1().PersistentVolumeClaims("crawlers").List(context.Background(), metav1.ListOptions{})
+	for i := range pvcs.Items {
+		f.seed(&pvcs.Items[i])
+	}
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); len(w) != 1 || !contains(w, "update crawljobs/status") {
+		t.Errorf("second sync wrote %v, want only the status", w)
 	}
 	if st := f.status(); st.Scale != 2 || st.State != store.StateStarting {
 		t.Errorf("status %+v", st)
