@@ -194,6 +194,17 @@ func (c *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
+// HasSynced reports whether every informer cache has synced (for
+// readiness checks).
+func (c *Controller) HasSynced() bool {
+	for _, synced := range c.synced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
+
 // worker processes keys until the queue shuts down: errors are retried
 // with rate limiting, success forgets the key's failures.
 func (c *Controller) worker(q workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) func(context.Context) {

@@ -95,7 +95,9 @@ func (c *Controller) finish(ctx context.Context, key string, cj *trawlerv1.Crawl
 // of its own (the poller's is gone), then runs the store's post-crawl
 // tasks, retrying with backoff until they succeed.
 func (c *Controller) finishTasks(ctx context.Context, key string, cj *trawlerv1.CrawlJob, hasRedis bool) {
-	c.pollers.stop(key)
+	// A poller stopped by a sync may still finish its round; ingesting
+	// twice is harmless, but waiting keeps the drain simple to reason about.
+	<-c.pollers.stop(key)
 	if hasRedis {
 		if client, err := newRedisClient(c.cfg, cj.Spec.ID); err == nil {
 			in := newIngester(cj, c.store, c.cfg.StoreTimeout, c.log)

@@ -66,29 +66,33 @@ func (ps *pollers) get(key string) *redisState {
 	return p.state
 }
 
-// stop ends a crawl's poller and waits until it is gone, so nothing polls
-// (or ingests) concurrently with the post-crawl tasks.
-func (ps *pollers) stop(key string) {
+// stopped is returned by stop when no poller ran.
+var stopped = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// stop ends a job's poller without waiting (a sync must not block on a
+// poll in flight); the returned channel closes once it is gone.
+func (ps *pollers) stop(key string) <-chan struct{} {
 	ps.mu.Lock()
 	p := ps.m[key]
 	delete(ps.m, key)
 	ps.mu.Unlock()
-	if p != nil {
-		p.cancel()
-		<-p.done
+	if p == nil {
+		return stopped
 	}
+	p.cancel()
+	return p.done
 }
 
 // stopAll ends every poller (operator shutdown or lost leadership).
 func (ps *pollers) stopAll() {
 	ps.mu.Lock()
 	ids := make([]string, 0, len(ps.m))
-	for id := range ps.m {
-		ids = append(ids, id)
+	for key := range ps.m {
+		ids = append(ids, key)
 	}
 	ps.mu.Unlock()
-	for _, id := range ids {
-		ps.stop(id)
+	for _, key := range ids {
+		<-ps.stop(key)
 	}
 }
 
