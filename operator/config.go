@@ -82,9 +82,6 @@ type Config struct {
 	// StoreTimeout bounds every MongoDB call.
 	StoreTimeout time.Duration
 
-	// FastResync is the delay before looking again at a crawl that waits
-	// for something no event will announce.
-	FastResync time.Duration
 	// Resync is the informers' resync period, a safety net only.
 	Resync time.Duration
 	// Workers is the number of CrawlJob sync workers.
@@ -103,8 +100,8 @@ type Config struct {
 	// StartingTimeout turns starting into waiting_capacity when no crawler
 	// runs this long after creation.
 	StartingTimeout time.Duration
-	// StuckPodTimeout is added to a terminating pod's grace period before
-	// the operator force-deletes it (a lost node never confirms).
+	// StuckPodTimeout is how long after its grace period ended a
+	// terminating pod is force-deleted (a lost node never confirms).
 	StuckPodTimeout time.Duration
 	// LogFailedCrawlLines, when > 0, logs that many lines of each pod's
 	// default container when a crawl fails.
@@ -138,7 +135,6 @@ func DefaultConfig() Config {
 		RedisTimeout:            time.Second,
 		RedisUnreachableGrace:   10 * time.Second,
 		StoreTimeout:            5 * time.Second,
-		FastResync:              3 * time.Second,
 		Resync:                  10 * time.Second,
 		Workers:                 16,
 		KubeQPS:                 200,
@@ -204,7 +200,6 @@ func (c Config) withDefaults() Config {
 	dur(&c.RedisTimeout, d.RedisTimeout)
 	dur(&c.RedisUnreachableGrace, d.RedisUnreachableGrace)
 	dur(&c.StoreTimeout, d.StoreTimeout)
-	dur(&c.FastResync, d.FastResync)
 	dur(&c.Resync, d.Resync)
 	dur(&c.DefaultTTL, d.DefaultTTL)
 	dur(&c.RedisIdle, d.RedisIdle)

@@ -349,3 +349,32 @@ func TestSyncReleasesAFinishedCrawlAfterItsTTL(t *testing.T) {
 		t.Errorf("finalizer kept: %v (writes %v)", cj.Finalizers, f.writes())
 	}
 }
+
+func TestSyncForceDeletesPodsStuckTerminating(t *testing.T) {
+	cj := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) {
+		cj.DeletionTimestamp = mtime(t0)
+	})
+	stuck := crawlerPodIn(0, corev1.PodRunning)
+	stuck.DeletionTimestamp = mtime(t0.Add(10 * time.Second)) // end of its grace period
+	f := newFixture(t, cj, configMap(), stuck)
+	f.clock.SetTime(t0.Add(30 * time.Second))
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); contains(w, "delete pods") {
+		t.Fatalf("force-deleted before the timeout: %v", w)
+	}
+	f.clock.SetTime(t0.Add(71 * time.Second))
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	var grace *int64
+	for _, a := range f.kube.Actions() {
+		if d, ok := a.(k8stesting.DeleteAction); ok && d.GetName() == name(0) {
+			grace = d.GetDeleteOptions().GracePeriodSeconds
+		}
+	}
+	if grace == nil || *grace != 0 {
+		t.Errorf("stuck pod not force-deleted: %v", f.writes())
+	}
+}
