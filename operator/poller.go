@@ -44,8 +44,11 @@ func (ps *pollers) ensure(ctx context.Context, key string, cj *trawlerv1.CrawlJo
 			return &redisState{Since: ps.clock.Now()}
 		}
 		pctx, cancel := context.WithCancel(ctx)
+		// The job's status holds the stats last stored: a poller started
+		// afresh (new crawl, operator restart) writes only real changes.
+		stored := store.CrawlStats{Found: cj.Status.PagesFound, Done: cj.Status.PagesDone, Size: cj.Status.Size}
 		p = &poller{ps: ps, key: key, id: cj.Spec.ID, client: client, cancel: cancel, kick: make(chan struct{}, 1),
-			in: newIngester(cj, ps.store, ps.cfg.StoreTimeout, ps.log), done: make(chan struct{})}
+			in: newIngester(cj, ps.store, ps.cfg.StoreTimeout, ps.log), done: make(chan struct{}), statsStored: &stored}
 		ps.m[key] = p
 		go p.run(pctx)
 	}
