@@ -26,7 +26,7 @@ import (
 // complete.
 func TestKillOperatorAtRandomPoints(t *testing.T) {
 	h := newHarness(t)
-	id := h.startCrawl(crawlOpts{scale: 2, seed: "https://example.com/?sim-pages=400&sim-page-ms=1500&sim-fail=0.1"})
+	id := h.startCrawl(crawlOpts{scale: 2, seed: "https://example.com/?sim-pages=600&sim-page-ms=1500&sim-fail=0.1"})
 	rng := rand.New(rand.NewPCG(5, 1149))
 
 	// Every pod UID seen per name: a duplicate would show as a second UID.
@@ -70,7 +70,7 @@ func TestKillOperatorAtRandomPoints(t *testing.T) {
 		t.Fatalf("crawl ended (%s) before the kills were over: make it longer", s)
 	}
 	h.startOperator(h.config())
-	final := h.waitState(id, 120*time.Second, store.FinishedStates...)
+	final := h.waitState(id, 180*time.Second, store.FinishedStates...)
 	h.waitFor("post-crawl tasks", 30*time.Second, func() bool { return h.crawl(id).PostCrawlDone })
 	close(stopWatch)
 	<-watched

@@ -22,7 +22,7 @@ func TestStopIsGraceful(t *testing.T) {
 	if err := h.launch.StopCrawl(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor("stopping in status", 5*time.Second, func() bool {
+	h.waitFor("stopping in status", 10*time.Second, func() bool {
 		j, err := h.job(id)
 		return err == nil && j.Status.Stopping
 	})
@@ -45,9 +45,9 @@ func TestCancelIsImmediate(t *testing.T) {
 	if err := h.launch.CancelCrawl(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
-	h.waitState(id, 5*time.Second, store.StateCanceled)
+	h.waitState(id, 10*time.Second, store.StateCanceled)
 	t.Logf("canceled %v after the delete", time.Since(start))
-	h.waitFor("crawler pods deleted", 5*time.Second, func() bool {
+	h.waitFor("crawler pods deleted", 10*time.Second, func() bool {
 		for _, p := range h.pods(id) {
 			if p.Labels["role"] == "crawler" && p.DeletionTimestamp == nil {
 				return false

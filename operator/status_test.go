@@ -1,0 +1,126 @@
+package operator
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/store"
+)
+
+func TestTeardownOrder(t *testing.T) {
+	finished := newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) {
+		s.State, s.Finished, s.Scale, s.InitRedis = store.StateComplete, mtime(t0), 1, true
+	}))
+	pvcs := desiredChildren(finished, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0, 1}}).PVCs
+	tests := []struct {
+		name      string
+		crawlers  map[int]*corev1.Pod
+		redis     bool
+		tasksDone bool
+		want      childPlan
+	}{
+		{"crawler pods go first", pods(corev1.PodRunning), true, true,
+			childPlan{RedisPod: true, RedisPVC: true, CrawlerPVCs: []int{0, 1}}},
+		{"redis stays for the finish tasks", nil, true, false, childPlan{RedisPod: true, RedisPVC: true}},
+		{"then everything goes", nil, true, true, childPlan{}},
+		{"no redis ever: everything goes with the crawlers", nil, false, false, childPlan{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := observed{Now: t0.Add(time.Minute), Job: finished, Crawlers: tt.crawlers, PVCs: pvcs, ConfigMapOK: true,
+				FinishTasksDone: tt.tasksDone}
+			if o.Crawlers == nil {
+				o.Crawlers = map[int]*corev1.Pod{}
+			}
+			if tt.redis {
+				o.RedisPod = redisPodIn(corev1.PodRunning)
+			}
+			d := decide(o, testConfig())
+			if d.Plan.RedisPod != tt.want.RedisPod || d.Plan.RedisPVC != tt.want.RedisPVC ||
+				!slices.Equal(d.Plan.CrawlerPVCs, tt.want.CrawlerPVCs) || len(d.Plan.CrawlerPods) != 0 {
+				t.Errorf("plan %+v, want %+v", d.Plan, tt.want)
+			}
+		})
+	}
+}
+
+func TestOrgSlotFree(t *testing.T) {
+	job := func(name string, at int, state string) *trawlerv1.CrawlJob {
+		cj := newJob(1)
+		cj.Name, cj.UID = name, types.UID(name)
+		cj.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(at) * time.Second))
+		cj.Status.State = state
+		return cj
+	}
+	a := job("crawljob-sched-a", 0, store.StateRunning)
+	b := job("crawljob-manual-b", 1, store.StateStarting)
+	c := job("crawljob-manual-c", 1, store.StateStarting)
+	done := job("crawljob-manual-0", -5, store.StateComplete)
+	all := []*trawlerv1.CrawlJob{done, c, b, a}
+	tests := []struct {
+		name string
+		cj   *trawlerv1.CrawlJob
+		max  int
+		want bool
+	}{
+		{"unlimited", c, 0, true},
+		{"oldest first by creation time, not name", a, 1, true},
+		{"second waits at max 1", b, 1, false},
+		{"same second: by name", b, 2, true},
+		{"same second, later name waits", c, 2, false},
+		{"finished crawls do not count", c, 3, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := orgSlotFree(tt.cj, all, tt.max); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHumanSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 Bytes", 1: "1 Byte", 999: "999 Bytes", 1000: "1.0 kB",
+		12345678: "12.3 MB", 22_000_000_000: "22.0 GB"} {
+		if got := humanSize(n); got != want {
+			t.Errorf("humanSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestApplyTransitionResult(t *testing.T) {
+	now := t0.Add(90*time.Second + 300*time.Millisecond)
+	tr := &transition{To: store.StateComplete, Finished: true, Stats: &store.CrawlStats{Found: 3, Done: 3, Size: 2000}}
+	tests := []struct {
+		name         string
+		res          transitionResult
+		wantState    string
+		wantFinished *time.Time
+	}{
+		{"changed", transitionResult{Changed: true}, store.StateComplete, ptr(t0.Add(90 * time.Second))},
+		{"lost to a cancel: adopt the document", transitionResult{State: store.StateCanceled, Finished: ptr(t0.Add(80 * time.Second))},
+			store.StateCanceled, ptr(t0.Add(80 * time.Second))},
+		{"document terminal without finished time", transitionResult{State: store.StateFailed}, store.StateFailed, ptr(t0.Add(90 * time.Second))},
+		{"document still running", transitionResult{State: store.StateRunning}, store.StateRunning, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := trawlerv1.CrawlJobStatus{State: store.StateRunning}
+			applyTransitionResult(&st, tr, tt.res, now)
+			if st.State != tt.wantState {
+				t.Errorf("state %s, want %s", st.State, tt.wantState)
+			}
+			if (st.Finished == nil) != (tt.wantFinished == nil) || (st.Finished != nil && !st.Finished.Time.Equal(*tt.wantFinished)) {
+				t.Errorf("finished %v, want %v", st.Finished, tt.wantFinished)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
