@@ -38,6 +38,11 @@ func newRedisClient(cfg Config, crawlID string) (*redis.Client, error) {
 	opts.ReadTimeout = cfg.RedisTimeout
 	opts.WriteTimeout = cfg.RedisTimeout
 	opts.PoolSize = 2
+	// A poll reads a few small keys: small buffers keep a thousand crawls'
+	// clients in tens of MiB (the defaults cost ~320 KiB per client).
+	opts.PipelinePoolSize = 1
+	opts.ReadBufferSize, opts.WriteBufferSize = 16<<10, 16<<10
+	opts.PipelineReadBufferSize, opts.PipelineWriteBufferSize = 16<<10, 16<<10
 	opts.MinIdleConns = 0
 	opts.MaxRetries = -1
 	opts.DialerRetries = 1
