@@ -3,11 +3,13 @@ package operator_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/store"
@@ -54,21 +56,42 @@ func TestSeedScenarioScaleDown(t *testing.T) {
 	}
 
 	c0, c1, c2 := k8s.CrawlerName(id, 0), k8s.CrawlerName(id, 1), k8s.CrawlerName(id, 2)
-	var completedWhileRunning bool
+	// Watch every pod update: the Completed state of a dropped instance
+	// may last only milliseconds.
+	w, err := h.kube.CoreV1().Pods(h.ns).Watch(context.Background(), metav1.ListOptions{LabelSelector: k8s.LabelCrawl + "=" + id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	phase := map[string]corev1.PodPhase{}
+	completedWhileRunning := map[string]bool{}
+	go func() {
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			mu.Lock()
+			phase[p.Name] = p.Status.Phase
+			if p.Status.Phase == corev1.PodSucceeded && phase[c0] == corev1.PodRunning {
+				completedWhileRunning[p.Name] = true
+			}
+			mu.Unlock()
+		}
+	}()
 	h.waitFor("instances 1 and 2 dropped", 60*time.Second, func() bool {
 		pods := h.pods(id)
-		p0, p1, p2 := pods[c0], pods[c1], pods[c2]
-		if p0.Status.Phase == corev1.PodRunning && p1.Status.Phase == corev1.PodSucceeded && p2.Status.Phase == corev1.PodSucceeded {
-			completedWhileRunning = true
-		}
 		_, has1 := pods[c1]
 		_, has2 := pods[c2]
 		j, err := h.job(id)
 		return err == nil && !has1 && !has2 && j.Status.Scale == 1
 	})
-	if !completedWhileRunning {
-		t.Error("never saw instances 1 and 2 Completed while instance 0 ran")
+	mu.Lock()
+	if !completedWhileRunning[c1] || !completedWhileRunning[c2] {
+		t.Errorf("instances Completed while instance 0 ran: %v, want both 1 and 2", completedWhileRunning)
 	}
+	mu.Unlock()
 	h.waitFor("their PVCs removed", 30*time.Second, func() bool {
 		pvcs := h.pvcs(id)
 		_, has1 := pvcs[c1]
