@@ -32,7 +32,7 @@ var settings = []setting{
 	{"api.default_crawl_filename_template", "@ts-@hostsuffix.wacz", "WACZ name template of workflows that set none"},
 
 	{"operator.enabled", true, "run the operator and the crawl scheduler (leader only)"},
-	{"operator.workers", 8, "CrawlJobs reconciled in parallel"},
+	{"operator.workers", 16, "CrawlJobs reconciled in parallel"},
 	{"operator.kube_qps", 200.0, "Kubernetes client queries per second"},
 	{"operator.kube_burst", 400, "Kubernetes client burst"},
 	{"operator.resync", 30 * time.Second, "safety-net resync of every CrawlJob"},

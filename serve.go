@@ -195,6 +195,8 @@ func lead(ctx context.Context, v *viper.Viper, cfg operator.Config, deps operato
 		if err != nil {
 			return fmt.Errorf("building operator: %w", err)
 		}
+		synced := ctrl.HasSynced
+		ready.synced.Store(&synced)
 		le := operator.LeaderElection{
 			Namespace:     v.GetString("leader_election.namespace"),
 			Name:          v.GetString("leader_election.name"),

@@ -51,6 +51,8 @@ func operatorConfig(v *viper.Viper) (operator.Config, error) {
 	c.ClusterDomain = v.GetString("cluster_domain")
 	c.MaxCrawlScale = v.GetInt("max_crawl_scale")
 	c.Workers = v.GetInt("operator.workers")
+	c.KubeQPS = float32(v.GetFloat64("operator.kube_qps"))
+	c.KubeBurst = v.GetInt("operator.kube_burst")
 	c.Resync = v.GetDuration("operator.resync")
 	c.RedisPollInterval = v.GetDuration("operator.redis_poll_interval")
 	c.RedisTimeout = v.GetDuration("operator.redis_timeout")
