@@ -37,8 +37,9 @@ func crawlID(prefix string, wf *store.CrawlConfig, started string, attempt int) 
 // startCrawl records a new crawl of wf and launches it. The crawl
 // document (state starting) is written first: it is the source of truth,
 // and a launch failure then marks it failed instead of leaving a CrawlJob
-// nobody knows about. The org's concurrency limit is the operator's
-// business (waiting_org_limit).
+// nobody knows about; a crash between the two writes leaves a starting
+// crawl that the leader launches later (relaunchOrphans). The org's
+// concurrency limit is the operator's business (waiting_org_limit).
 func (s *Server) startCrawl(ctx context.Context, org *store.Org, wf *store.CrawlConfig, userID uuid.UUID, manual bool) (string, error) {
 	cfg := wf.Config
 	if org.Quotas.MaxPagesPerCrawl > 0 {

@@ -49,7 +49,10 @@ func runTests(m *testing.M) int {
 			return 1
 		}
 		defer func() { _ = mongo.Stop(5 * time.Second) }()
-		os.Setenv(storetest.EnvURI, mongo.URI())
+		// FerretDB serves one query at a time per client (maxPoolSize=1);
+		// queued requests of the benchmark wait longer than the driver's
+		// default 30 s.
+		os.Setenv(storetest.EnvURI, mongo.URI()+"&serverSelectionTimeoutMS=600000")
 	}
 	rdir, _ := os.MkdirTemp(dir, "redis")
 	rds, err := sandbox.StartRedis(ctx, rdir)
