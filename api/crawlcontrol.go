@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
@@ -89,14 +90,15 @@ func (s *Server) scaleCrawl(c echo.Context) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	var v validator
 	if in.Scale == nil {
+		var v validator
 		v.missing("body", "scale")
-	} else {
-		v.between(int64(*in.Scale), 1, int64(s.cfg.MaxCrawlScale), "body", "scale")
+		return v.err()
 	}
-	if err := v.err(); err != nil {
-		return err
+	// Out of range is a 400, not a validation 422: the bound is the
+	// deployment's max_crawl_scale, not part of the request's shape.
+	if *in.Scale < 1 || *in.Scale > s.cfg.MaxCrawlScale {
+		return badRequest(fmt.Sprintf("invalid_scale: scale must be between 1 and %d", s.cfg.MaxCrawlScale))
 	}
 	crawl, err := s.crawlParam(c, false, crawlNotFoundID(c.Param("crawl_id")))
 	if err != nil {

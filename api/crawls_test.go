@@ -178,7 +178,8 @@ func TestScaleCrawl(t *testing.T) {
 		t.Fatalf("workflow scale %v, revisions %v", wf["scale"], revs["total"])
 	}
 	for _, n := range []int{0, 4} {
-		if r := e.do(asCrawler, "POST", e.orgPath("/crawls/"+id+"/scale"), map[string]any{"scale": n}); r.Code != 422 {
+		if r := e.do(asCrawler, "POST", e.orgPath("/crawls/"+id+"/scale"), map[string]any{"scale": n}); r.Code != 400 ||
+			!strings.Contains(string(r.Body), "invalid_scale") {
 			t.Fatalf("scale %d: %d %s", n, r.Code, r.Body)
 		}
 	}
