@@ -65,7 +65,9 @@ type Controller struct {
 	clock    clock.WithTicker
 	logs     LogReader
 	recorder record.EventRecorder
-	log      *slog.Logger
+	// broadcaster is ours to shut down when we built the recorder.
+	broadcaster record.EventBroadcaster
+	log         *slog.Logger
 
 	kubeFactory    kubeinformers.SharedInformerFactory
 	cmFactory      kubeinformers.SharedInformerFactory
@@ -113,9 +115,9 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	}
 	if c.recorder == nil {
 		utilruntime.Must(trawlerscheme.AddToScheme(scheme.Scheme))
-		b := record.NewBroadcaster()
-		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: deps.Kube.CoreV1().Events(cfg.Namespace)})
-		c.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "trawler-operator"})
+		c.broadcaster = record.NewBroadcaster()
+		c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: deps.Kube.CoreV1().Events(cfg.Namespace)})
+		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "trawler-operator"})
 	}
 
 	ns := cfg.Namespace
@@ -170,6 +172,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	defer c.profileQueue.ShutDown()
 	defer c.pollers.stopAll()
+	if c.broadcaster != nil {
+		defer c.broadcaster.Shutdown()
+	}
 
 	c.kubeFactory.Start(ctx.Done())
 	c.cmFactory.Start(ctx.Done())
