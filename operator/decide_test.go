@@ -429,4 +429,3 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
-

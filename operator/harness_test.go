@@ -61,9 +61,9 @@ func sandboxEnv(t testing.TB) *sandbox.Env {
 			Programs: map[string]kubelet.Program{crawlersim.Image: crawlersim.Program(func(o *crawlersim.Options) {
 				o.TimeScale = simTimeScale
 			})},
-			RestartBackoff:       kubelet.Backoff{Initial: 200 * time.Millisecond, Max: 2 * time.Second},
+			RestartBackoff: kubelet.Backoff{Initial: 200 * time.Millisecond, Max: 2 * time.Second},
 			// Room for the benchmark's thousand crawls; 8 CPUs as usual.
-			Nodes: kubelet.Nodes{Pods: 3000},
+			Nodes:                kubelet.Nodes{Pods: 3000},
 			CRDs:                 k8s.CRDs(),
 			CrawlPriorityClasses: 3,
 		})
