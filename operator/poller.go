@@ -32,8 +32,8 @@ func newPollers(cfg Config, st CrawlStore, clk clock.PassiveClock, log *slog.Log
 }
 
 // ensure starts the crawl's poller if needed and sets what it should
-// assert. It returns the poller's last state (nil before the first poll).
-func (ps *pollers) ensure(ctx context.Context, key string, cj *trawlerv1.CrawlJob, ctl redisControl) *redisState {
+// assert.
+func (ps *pollers) ensure(ctx context.Context, key string, cj *trawlerv1.CrawlJob, ctl redisControl) {
 	ps.mu.Lock()
 	p := ps.m[key]
 	if p == nil {
@@ -41,7 +41,7 @@ func (ps *pollers) ensure(ctx context.Context, key string, cj *trawlerv1.CrawlJo
 		if err != nil {
 			ps.mu.Unlock()
 			ps.log.Error("cannot poll crawl redis", "crawl", cj.Spec.ID, "err", err)
-			return &redisState{Since: ps.clock.Now()}
+			return
 		}
 		pctx, cancel := context.WithCancel(ctx)
 		// The job's status holds the stats last stored: a poller started
@@ -53,7 +53,7 @@ func (ps *pollers) ensure(ctx context.Context, key string, cj *trawlerv1.CrawlJo
 		go p.run(pctx)
 	}
 	ps.mu.Unlock()
-	return p.setControl(ctl)
+	p.setControl(ctl)
 }
 
 // get returns the last state of a job's poller, nil if none runs.
@@ -122,11 +122,12 @@ type poller struct {
 	statsStored *store.CrawlStats
 }
 
-func (p *poller) setControl(ctl redisControl) *redisState {
+// setControl changes what the poller asserts, polling at once if it
+// changed.
+func (p *poller) setControl(ctl redisControl) {
 	p.mu.Lock()
 	changed := !p.ctl.equal(ctl)
 	p.ctl = ctl
-	st := p.state
 	p.mu.Unlock()
 	if changed {
 		select {
@@ -134,7 +135,6 @@ func (p *poller) setControl(ctl redisControl) *redisState {
 		default:
 		}
 	}
-	return st
 }
 
 func (p *poller) run(ctx context.Context) {
