@@ -445,30 +445,37 @@ func validateSpec(cj *trawlerv1.CrawlJob, cfg Config, configMapOK bool) []string
 	return p
 }
 
-// orgSlotFree is the org concurrency gate: a crawl may start when fewer
-// than maxConcurrent older unfinished crawls of its org exist (oldest
-// first by creation time, then name).
+// orgSlotFree is the org concurrency gate: crawls already past starting
+// hold their slots; the starting ones get the rest, oldest first (by
+// creation time, then name).
 func orgSlotFree(cj *trawlerv1.CrawlJob, siblings []*trawlerv1.CrawlJob, maxConcurrent int) bool {
 	if maxConcurrent <= 0 {
 		return true
 	}
-	var active []*trawlerv1.CrawlJob
+	holding := 0
+	var waiting []*trawlerv1.CrawlJob
 	for _, s := range siblings {
-		if s.UID == cj.UID || (s.Status.Finished == nil && !store.IsFinished(s.Status.State) && s.DeletionTimestamp == nil) {
-			active = append(active, s)
+		switch {
+		case s.UID == cj.UID:
+			waiting = append(waiting, s)
+		case s.Status.Finished != nil || store.IsFinished(s.Status.State) || s.DeletionTimestamp != nil:
+		case s.Status.State == "" || s.Status.State == store.StateStarting || s.Status.State == store.StateWaitingOrgLimit:
+			waiting = append(waiting, s)
+		default:
+			holding++
 		}
 	}
-	sort.Slice(active, func(a, b int) bool {
-		ta, tb := active[a].CreationTimestamp, active[b].CreationTimestamp
+	sort.Slice(waiting, func(a, b int) bool {
+		ta, tb := waiting[a].CreationTimestamp, waiting[b].CreationTimestamp
 		if !ta.Equal(&tb) {
 			return ta.Before(&tb)
 		}
-		return active[a].Name < active[b].Name
+		return waiting[a].Name < waiting[b].Name
 	})
-	for pos, s := range active {
+	for pos, s := range waiting {
 		if s.UID == cj.UID {
-			return pos < maxConcurrent
+			return holding+pos < maxConcurrent
 		}
 	}
-	return true
+	return holding < maxConcurrent
 }

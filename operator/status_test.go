@@ -75,6 +75,7 @@ func TestOrgSlotFree(t *testing.T) {
 		{"same second: by name", b, 2, true},
 		{"same second, later name waits", c, 2, false},
 		{"finished crawls do not count", c, 3, true},
+		{"a running crawl holds its slot though a newer one sorts first", job("crawljob-manual-a", 1, store.StateStarting), 1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
