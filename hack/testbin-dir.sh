@@ -6,6 +6,6 @@ ETCD_VERSION=3.6.16
 # -pN is the patch level of mongotestd's FerretDB (hack/tools/mongotestd/
 # ferretdb-*.patch): bump it, here and in sandbox/proc.go, whenever the patches
 # or mongotestd change, so that every machine rebuilds mongotestd.
-FERRETDB_VERSION=1.24.2-p1
+FERRETDB_VERSION=1.24.2-p2
 : "${TRAWLER_TESTBIN:=${XDG_CACHE_HOME:-$HOME/.cache}/trawler/testbin/k8s-v${KUBE_VERSION}-etcd-v${ETCD_VERSION}-ferretdb-v${FERRETDB_VERSION}}"
 export TRAWLER_TESTBIN

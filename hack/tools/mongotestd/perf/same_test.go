@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -40,6 +41,12 @@ func TestSameResults(t *testing.T) {
 		bson.A{"x", "z"}, bson.A{bson.D{{Key: "a", Value: "x"}}}, bson.A{}, bson.A{bin4}, bson.A{true},
 		bson.D{{Key: "a", Value: "x"}}, nil, int32(1), int64(1), 1.0, true, false,
 		bin4, bin0, oid, bson.NewDateTimeFromTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
+		// For the decoder: edge values of each type.
+		int32(math.MaxInt32), int32(math.MinInt32), int64(math.MaxInt64), int64(-1 << 53), int64(0),
+		math.Copysign(0, -1), 1.5, 1e300, // no NaN (FerretDB 1.24.2 drops the connection) or Inf (refused)
+		bson.NewDateTimeFromTime(time.Date(1960, 1, 2, 3, 4, 5, 6e6, time.UTC)),
+		bson.D{}, bson.A{bson.D{}}, bson.D{{Key: "b", Value: bson.D{{Key: "c", Value: bson.A{int32(1), "\x01ctl"}}}}},
+		bson.Regex{Pattern: "^x", Options: "i"}, bson.Timestamp{T: 1, I: 2}, "\x01ctl\t", "0", "-1", "日本",
 	}
 	var docs []any
 	for i, v := range values {
