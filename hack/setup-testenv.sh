@@ -47,6 +47,7 @@ build_mongotestd() {
 	cp -R "$src" "$work/ferretdb"
 	chmod -R u+w "$work/ferretdb"
 	for p in "$tool"/ferretdb-*.patch; do
+		[ -e "$p" ] || continue # no patches: FerretDB as served
 		log "applying $(basename "$p")"
 		patch -s -p1 -d "$work/ferretdb" <"$p"
 	done
