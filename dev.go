@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -99,7 +99,24 @@ func runDev(ctx context.Context, v *viper.Viper, dir string, nodes int, out io.W
 		return fmt.Errorf("starting sandbox: %w", err)
 	}
 	defer env.Stop()
-	if err := installCrawlerSupport(ctx, env.Client, v); err != nil {
+	// What the Helm chart creates in a real cluster. The simulator only
+	// notifies uploads, so the storage endpoint need not exist; crawls-done
+	// filenames still carry it.
+	err = k8s.EnsureCrawlerSupport(ctx, env.Client, v.GetString("crawler_namespace"), k8s.CrawlerSupport{
+		CrawlArgs: k8s.CrawlArgs(k8s.CrawlArgsOptions{
+			Workers:         v.GetInt("crawler.browser_instances"),
+			MaxPageLimit:    v.GetInt("max_pages_per_crawl"),
+			HealthCheckPort: v.GetInt("crawler.liveness_port"),
+		}),
+		StorageName: "default",
+		Storage: map[string]string{
+			"STORE_ENDPOINT_URL":        "http://local-storage.invalid/trawler-data/",
+			"STORE_ACCESS_ENDPOINT_URL": "/data/",
+			"STORE_ACCESS_KEY":          "dev",
+			"STORE_SECRET_KEY":          "dev",
+		},
+	})
+	if err != nil {
 		return err
 	}
 

@@ -129,7 +129,7 @@ func crawlerPod(cj *trawlerv1.CrawlJob, cfg Config, i int) *corev1.Pod {
 		Env:             env,
 		EnvFrom: []corev1.EnvFromSource{
 			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cfg.SharedCrawlerConfigMap}}},
-			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "storage-" + storageName(cj)}}},
+			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: k8s.StorageSecretName(storageName(cj))}}},
 		},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "crawl-config", MountPath: "/tmp/crawl-config.json", SubPath: k8s.ConfigMapKey, ReadOnly: true},

@@ -109,27 +109,12 @@ func newHarness(t testing.TB) *harness {
 		}
 		_ = h.kube.CoreV1().Namespaces().Delete(context.Background(), h.ns, metav1.DeleteOptions{})
 	})
-	_, err = h.kube.CoreV1().ConfigMaps(h.ns).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "shared-crawler-config"},
-		Data: map[string]string{"CRAWL_ARGS": "--workers 2 --sizeLimit 10000000000 --timeLimit 18000 --maxPageLimit 0 " +
-			"--healthCheckPort 6065 --diskUtilization 90 --logging stats,behaviors,debug --text false --generateWACZ " +
-			"--collection thecrawl --screencastPort 9037 --logErrorsToRedis --restartsOnError"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = h.kube.CoreV1().ConfigMaps(h.ns).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "shared-redis-conf"},
-		Data:       map[string]string{"redis.conf": "appendonly yes\ndir /data\n"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = h.kube.CoreV1().Secrets(h.ns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "storage-default"},
-		StringData: map[string]string{"STORE_ENDPOINT_URL": "http://local-minio.default:9000/btrix-data/",
+	err = k8s.EnsureCrawlerSupport(ctx, h.kube, h.ns, k8s.CrawlerSupport{
+		CrawlArgs:   k8s.CrawlArgs(k8s.CrawlArgsOptions{Workers: 2, HealthCheckPort: 6065}),
+		StorageName: "default",
+		Storage: map[string]string{"STORE_ENDPOINT_URL": "http://local-minio.default:9000/btrix-data/",
 			"STORE_ACCESS_KEY": "ADMIN", "STORE_SECRET_KEY": "PASSW0RD"},
-	}, metav1.CreateOptions{})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func browserPod(pj *trawlerv1.ProfileJob, cfg Config) *corev1.Pod {
 				Command:         command,
 				Env:             env,
 				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
-					LocalObjectReference: corev1.LocalObjectReference{Name: "storage-" + storage}}}},
+					LocalObjectReference: corev1.LocalObjectReference{Name: k8s.StorageSecretName(storage)}}}},
 			}},
 		},
 	}
