@@ -44,6 +44,7 @@ func main() {
 func run(bin, uri string, n, orgs, reps int, withIndexes bool) error {
 	ctx := context.Background()
 	serverCPU := func() time.Duration { return 0 }
+	serverPeakRSS := func() string { return "?" }
 	if uri == "" {
 		dir, err := os.MkdirTemp("", "mongotestd-perf-")
 		if err != nil {
@@ -61,6 +62,7 @@ func run(bin, uri string, n, orgs, reps int, withIndexes bool) error {
 		}
 		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 		serverCPU = func() time.Duration { return procCPU(cmd.Process.Pid) }
+		serverPeakRSS = func() string { return procPeakRSS(cmd.Process.Pid) }
 		line, err := bufio.NewReader(out).ReadString('\n')
 		if err != nil {
 			return fmt.Errorf("reading URI: %w", err)
@@ -197,7 +199,22 @@ func run(bin, uri string, n, orgs, reps int, withIndexes bool) error {
 			return err
 		}
 	}
+	fmt.Println("server peak RSS:", serverPeakRSS())
 	return nil
+}
+
+// procPeakRSS returns VmHWM of a process (Linux).
+func procPeakRSS(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "?"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
 }
 
 // procCPU returns the user+system CPU time of a process (Linux, 10 ms ticks).
