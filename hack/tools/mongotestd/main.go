@@ -31,9 +31,9 @@ func main() {
 	flag.Parse()
 
 	// FerretDB decodes every document a query scans into short-lived
-	// garbage; with Go's default GOGC=100 a quarter to a third of its CPU
-	// went to the collector on 10,000-document scans. A test server can
-	// trade memory for that. An explicit GOGC still wins.
+	// garbage; with Go's default GOGC=100 the collector took a noticeable
+	// share of the CPU of 10,000-document scans (README.md). A test server
+	// can trade memory for that. An explicit GOGC still wins.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
