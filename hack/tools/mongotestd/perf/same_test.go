@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -203,6 +204,7 @@ func startColl(t *testing.T, bin string) *mongo.Collection {
 	t.Helper()
 	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-dir", t.TempDir())
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no orphan if we die
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
