@@ -54,7 +54,7 @@ func run(bin, uri string, n, orgs, reps int, withIndexes bool) error {
 		defer os.RemoveAll(dir)
 		cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-dir", dir)
 		cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no orphan if we die
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no orphan if we die
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			return err
