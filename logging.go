@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/viper"
+	"k8s.io/klog/v2"
 )
 
 // newLogger builds the process logger from log.level and log.format.
@@ -23,4 +26,21 @@ func newLogger(v *viper.Viper, w io.Writer) (*slog.Logger, error) {
 	default:
 		return nil, fmt.Errorf("log.format: %q is neither text nor json", f)
 	}
+}
+
+// redisLogger sends go-redis's own messages (e.g. "failed to dial" while
+// a crawl's Redis pod is not up yet, which is normal) to slog at debug
+// level instead of unstructured lines on stderr.
+type redisLogger struct{ log *slog.Logger }
+
+// Printf logs one go-redis message.
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, fmt.Sprintf(format, v...), "component", "go-redis")
+}
+
+// routeLibraryLogs points the logs of libraries with global loggers
+// (client-go's klog, go-redis) at logger, so the process logs one format.
+func routeLibraryLogs(logger *slog.Logger) {
+	klog.SetSlogLogger(logger)
+	redis.SetLogger(redisLogger{logger})
 }

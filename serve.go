@@ -52,6 +52,7 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 			return err
 		}
 	}
+	routeLibraryLogs(logger)
 	st, err := store.Open(ctx, v.GetString("mongo.uri"), v.GetString("mongo.database"))
 	if err != nil {
 		return fmt.Errorf("opening store: %w", err)
