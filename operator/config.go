@@ -81,6 +81,10 @@ type Config struct {
 	RedisUnreachableGrace time.Duration
 	// StoreTimeout bounds every MongoDB call.
 	StoreTimeout time.Duration
+	// MetricsInterval is how often pod usage is read from metrics.k8s.io
+	// (one List for the namespace) when the cluster serves it. Unlike the
+	// other durations, 0 is not defaulted: it turns usage off.
+	MetricsInterval time.Duration
 
 	// Resync is the informers' resync period, a safety net only.
 	Resync time.Duration
@@ -135,6 +139,7 @@ func DefaultConfig() Config {
 		RedisTimeout:            time.Second,
 		RedisUnreachableGrace:   10 * time.Second,
 		StoreTimeout:            5 * time.Second,
+		MetricsInterval:         30 * time.Second,
 		Resync:                  10 * time.Second,
 		Workers:                 16,
 		KubeQPS:                 200,

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	"k8s.io/utils/clock"
 
 	"github.com/trawlerhq/trawler/k8s"
@@ -54,6 +55,9 @@ type Deps struct {
 	Recorder record.EventRecorder
 	// Log is the operator's logger (default: slog.Default()).
 	Log *slog.Logger
+	// Metrics reads pod usage from metrics.k8s.io when the cluster serves
+	// it (nil: no usage is reported).
+	Metrics metricsclient.Interface
 }
 
 // Controller reconciles CrawlJobs and ProfileJobs in one namespace.
@@ -84,6 +88,8 @@ type Controller struct {
 
 	pollers   *pollers
 	finishers *finishers
+	// usage is nil when pod usage is not read.
+	usage *usageWatcher
 	// written remembers the status we last wrote per job and the version
 	// it replaced, so a sync racing the informer does not act on the old.
 	written sync.Map // key -> writtenJob
@@ -147,6 +153,9 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "profilejobs", Clock: c.clock})
 	c.pollers = newPollers(cfg, deps.Store, c.clock, c.log, c.queue.Add)
 	c.finishers = newFinishers()
+	if deps.Metrics != nil && cfg.MetricsInterval > 0 {
+		c.usage = newUsageWatcher(metricsAPI{deps.Metrics}, cfg, c.clock, c.log, c.usageMoved)
+	}
 
 	handlers := []struct {
 		inf cache.SharedIndexInformer
@@ -191,6 +200,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.queue, c.sync), time.Second) })
 	}
 	wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.profileQueue, c.syncProfile), time.Second) })
+	if c.usage != nil {
+		wg.Go(func() { c.usage.run(ctx) })
+	}
 	<-ctx.Done()
 	c.queue.ShutDown()
 	c.profileQueue.ShutDown()
@@ -289,6 +301,13 @@ func (c *Controller) enqueueOwner(obj any) {
 		if _, isCM := obj.(*corev1.ConfigMap); isCM && o.GetLabels()[k8s.LabelCrawl] != "" {
 			c.queue.Add(ns + "/" + k8s.CrawlJobName(o.GetLabels()[k8s.LabelCrawl]))
 		}
+	}
+}
+
+// usageMoved enqueues the job owning a pod whose usage moved enough.
+func (c *Controller) usageMoved(pod string) {
+	if p, err := c.pods.Pods(c.cfg.Namespace).Get(pod); err == nil {
+		c.enqueueOwner(p)
 	}
 }
 

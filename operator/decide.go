@@ -42,6 +42,9 @@ type observed struct {
 	ConfigMapOK bool
 	// OrgSlotFree is the org concurrency gate (meaningful while starting).
 	OrgSlotFree bool
+	// Usage is the latest measured usage of the crawl's pods by pod name
+	// (empty without metrics).
+	Usage map[string]podUsage
 	// Redis is the poller's last state, nil when none polled yet.
 	Redis *redisState
 	// FinishTasksDone is true when the post-crawl tasks just completed.

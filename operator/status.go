@@ -49,15 +49,22 @@ type transitionResult struct {
 }
 
 // podStatuses describes each child pod, keyed "redis", "0", "1", ...:
-// phase, requests (with its PVC's storage), restarts and the last exit.
+// phase, requests (with its PVC's storage), usage, restarts and the last
+// exit.
 func podStatuses(o observed) map[string]trawlerv1.PodStatus {
 	out := map[string]trawlerv1.PodStatus{}
 	id := o.Job.Spec.ID
+	add := func(key string, p *corev1.Pod, pvc *corev1.PersistentVolumeClaim) {
+		s := podStatus(p, pvc)
+		u, measured := o.Usage[p.Name]
+		s.Usage = mergeUsage(o.Job.Status.Pods[key].Usage, u, measured)
+		out[key] = s
+	}
 	if o.RedisPod != nil {
-		out["redis"] = podStatus(o.RedisPod, o.PVCs[k8s.RedisName(id)])
+		add("redis", o.RedisPod, o.PVCs[k8s.RedisName(id)])
 	}
 	for i, p := range o.Crawlers {
-		out[strconv.Itoa(i)] = podStatus(p, o.PVCs[k8s.CrawlerName(id, i)])
+		add(strconv.Itoa(i), p, o.PVCs[k8s.CrawlerName(id, i)])
 	}
 	if len(out) == 0 {
 		return nil

@@ -157,6 +157,14 @@ func (c *Controller) observe(ctx context.Context, key string, cj *trawlerv1.Craw
 			o.Crawlers[i] = p
 		} else if p.Name == k8s.RedisName(cj.Spec.ID) {
 			o.RedisPod = p
+		} else {
+			continue
+		}
+		if u, ok := c.usage.usage(p.Name); ok {
+			if o.Usage == nil {
+				o.Usage = map[string]podUsage{}
+			}
+			o.Usage[p.Name] = u
 		}
 	}
 	pvcs, err := c.pvcs.PersistentVolumeClaims(cj.Namespace).List(sel)
@@ -329,8 +337,9 @@ func (c *Controller) recordPods(ctx context.Context, cj *trawlerv1.CrawlJob, pod
 }
 
 // podsChangedMuch reports changes worth a database write: pods coming or
-// going, a restart, an exit, a terminal phase. Pending -> Running alone is
-// left to the CrawlJob status, which keeps a crawl start cheap.
+// going, a restart, an exit, a terminal phase, a new usage (the status
+// shows only usage that moved enough). Pending -> Running alone is left
+// to the CrawlJob status, which keeps a crawl start cheap.
 func podsChangedMuch(old, cur map[string]trawlerv1.PodStatus) bool {
 	if len(old) != len(cur) {
 		return true
@@ -341,7 +350,8 @@ func podsChangedMuch(old, cur map[string]trawlerv1.PodStatus) bool {
 	for k, p := range cur {
 		o, ok := old[k]
 		if !ok || o.Restarts != p.Restarts || o.Reason != p.Reason || !apiequality.Semantic.DeepEqual(o.ExitCode, p.ExitCode) ||
-			terminal(o.Phase) != terminal(p.Phase) || !apiequality.Semantic.DeepEqual(o.Requests, p.Requests) {
+			terminal(o.Phase) != terminal(p.Phase) || !apiequality.Semantic.DeepEqual(o.Requests, p.Requests) ||
+			!apiequality.Semantic.DeepEqual(o.Usage, p.Usage) {
 			return true
 		}
 	}
