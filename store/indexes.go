@@ -60,10 +60,11 @@ var indexes = map[string][]mongo.IndexModel{
 // idempotent and safe to run from every replica at startup; it waits for
 // the server within ctx.
 //
-// On FerretDB only the unique indexes are created: FerretDB v1 never uses
-// an index to answer a query (it pushes down only {_id: <string>}), while
-// each secondary index makes every write slower (measured: an update of a
-// crawl took 5-20x longer with the crawl indexes in place).
+// On FerretDB only the unique indexes and those led by an id that lists
+// filter on by equality (oid, cid, crawlId) are created: FerretDB answers
+// every other filter by scanning (the sandbox's patched build pushes
+// top-level equality filters into SQLite, where these indexes serve them),
+// while each index makes every write slower.
 //
 // Errors: none of the store kinds.
 func (m *Mongo) EnsureIndexes(ctx context.Context) error {
@@ -73,7 +74,9 @@ func (m *Mongo) EnsureIndexes(ctx context.Context) error {
 	ferret := m.ferret(ctx)
 	for name, models := range indexes {
 		if ferret {
-			models = slices.DeleteFunc(slices.Clone(models), func(im mongo.IndexModel) bool { return !isUnique(im) })
+			models = slices.DeleteFunc(slices.Clone(models), func(im mongo.IndexModel) bool {
+				return !isUnique(im) && !ledByEqualityID(im)
+			})
 		}
 		if len(models) == 0 {
 			continue
@@ -96,4 +99,11 @@ func isUnique(im mongo.IndexModel) bool {
 		}
 	}
 	return o.Unique != nil && *o.Unique
+}
+
+// ledByEqualityID reports whether an index starts with a field that list
+// queries match by equality.
+func ledByEqualityID(im mongo.IndexModel) bool {
+	keys, ok := im.Keys.(bson.D)
+	return ok && len(keys) > 0 && slices.Contains([]string{"oid", "cid", "crawlId"}, keys[0].Key)
 }
