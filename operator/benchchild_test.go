@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
 	"github.com/trawlerhq/trawler/operator"
@@ -100,7 +101,7 @@ func runChildOperator() int {
 		return 1
 	}
 	c, err := operator.New(cfg, operator.Deps{Kube: kubernetes.NewForConfigOrDie(rc), Trawler: versioned.NewForConfigOrDie(rc),
-		Store: st, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Metrics: metricsclient.NewForConfigOrDie(rc), Store: st, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

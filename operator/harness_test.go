@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/trawlerhq/trawler/k8s"
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
@@ -177,8 +178,10 @@ func (h *harness) startOperator(cfg operator.Config) *runningOperator {
 	return r
 }
 
+// deps gives the operator a metrics client too: the sandbox serves no
+// metrics.k8s.io, so every test also shows that its absence is harmless.
 func (h *harness) deps() operator.Deps {
-	return operator.Deps{Kube: h.kube, Trawler: h.trawler, Store: h.store,
+	return operator.Deps{Kube: h.kube, Trawler: h.trawler, Store: h.store, Metrics: metricsclient.NewForConfigOrDie(h.env.Config()),
 		Logs: kubeletLogs{h.env.Kubelet}, Log: slog.New(slog.NewTextHandler(h.logs, nil))}
 }
 
