@@ -38,6 +38,7 @@ var settings = []setting{
 	{"operator.resync", 30 * time.Second, "safety-net resync of every CrawlJob"},
 	{"operator.redis_poll_interval", 250 * time.Millisecond, "how often a running crawl's Redis is read"},
 	{"operator.redis_timeout", 2 * time.Second, "timeout of each call to a crawl's Redis"},
+	{"operator.metrics_interval", 30 * time.Second, "how often pod usage is read from metrics.k8s.io when the cluster serves it (0 = never)"},
 	{"operator.log_failed_crawl_lines", 0, "log this many last lines of each pod of a failed crawl (0 = off)"},
 
 	{"leader_election.enabled", true, "hold a Lease so only one replica runs the operator"},

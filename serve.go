@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/trawlerhq/trawler/api"
 	"github.com/trawlerhq/trawler/k8s"
@@ -111,8 +112,12 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 			return err
 		}
 		opCfg.RedisDialer = deps.redisDialer
+		metrics, err := metricsclient.NewForConfig(restCfg)
+		if err != nil {
+			return fmt.Errorf("building metrics client: %w", err)
+		}
 		wg.Go(func() {
-			if err := lead(ctx, v, opCfg, operator.Deps{Kube: kube, Trawler: trawler, Store: st, Logs: deps.logs, Log: logger},
+			if err := lead(ctx, v, opCfg, operator.Deps{Kube: kube, Trawler: trawler, Metrics: metrics, Store: st, Logs: deps.logs, Log: logger},
 				apiSrv.Scheduler(), ready, logger); err != nil {
 				httpErr <- err
 			}

@@ -57,6 +57,7 @@ func operatorConfig(v *viper.Viper) (operator.Config, error) {
 	c.RedisPollInterval = v.GetDuration("operator.redis_poll_interval")
 	c.RedisTimeout = v.GetDuration("operator.redis_timeout")
 	c.LogFailedCrawlLines = v.GetInt("operator.log_failed_crawl_lines")
+	c.MetricsInterval = v.GetDuration("operator.metrics_interval")
 
 	c.CrawlerImage = v.GetString("crawler.image")
 	c.CrawlerPullPolicy = v.GetString("crawler.image_pull_policy")
