@@ -2,9 +2,9 @@ package main
 
 import (
 	"bufio"
-	"fmt"
 	"context"
 	"debug/elf"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
