@@ -93,22 +93,10 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 		Ready:       ready.check,
 	})
 
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	wg.Go(func() { prepareDatabase(ctx, st, apiSrv, ready, logger) })
-
-	httpErr := make(chan error, 1)
-	srv, err := startHTTP(v, apiSrv, deps.listening, httpErr, logger)
-	if err != nil {
-		return err
-	}
-
+	var opCfg operator.Config
+	var opDeps operator.Deps
 	if v.GetBool("operator.enabled") {
-		opCfg, err := operatorConfig(v)
-		if err != nil {
+		if opCfg, err = operatorConfig(v); err != nil {
 			return err
 		}
 		opCfg.RedisDialer = deps.redisDialer
@@ -116,16 +104,33 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 		if err != nil {
 			return fmt.Errorf("building metrics client: %w", err)
 		}
+		opDeps = operator.Deps{Kube: kube, Trawler: trawler, Metrics: metrics, Store: st, Logs: deps.logs, Log: logger}
+	}
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	wg.Go(func() { prepareDatabase(ctx, st, apiSrv, ready, logger) })
+
+	// One slot per sender (HTTP and the operator), so neither blocks on a
+	// fatal error the other already reported.
+	fatal := make(chan error, 2)
+	srv, err := startHTTP(v, apiSrv, deps.listening, fatal, logger)
+	if err != nil {
+		return err
+	}
+	if v.GetBool("operator.enabled") {
 		wg.Go(func() {
-			if err := lead(ctx, v, opCfg, operator.Deps{Kube: kube, Trawler: trawler, Metrics: metrics, Store: st, Logs: deps.logs, Log: logger},
-				apiSrv.Scheduler(), ready, logger); err != nil {
-				httpErr <- err
+			if err := lead(ctx, v, opCfg, opDeps, apiSrv.Scheduler(), ready, logger); err != nil {
+				fatal <- err
 			}
 		})
 	}
 
 	select {
-	case err = <-httpErr:
+	case err = <-fatal:
 		logger.Error("stopping", "err", err)
 	case <-ctx.Done():
 		logger.Info("shutting down")
