@@ -152,6 +152,11 @@ func (s *Server) getCrawl(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.writeCrawl(c, crawl)
+}
+
+// writeCrawl answers with one crawl in its list-item form.
+func (s *Server) writeCrawl(c echo.Context, crawl *store.Crawl) error {
 	out, err := s.crawlsOut(c.Request().Context(), []store.Crawl{*crawl})
 	if err != nil {
 		return err
@@ -174,11 +179,7 @@ func (s *Server) getAnyCrawl(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.crawlsOut(c.Request().Context(), []store.Crawl{*crawl})
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, out[0])
+	return s.writeCrawl(c, crawl)
 }
 
 func (s *Server) anyCrawlReplay(c echo.Context) error {

@@ -154,63 +154,56 @@ func DefaultConfig() Config {
 // withDefaults fills zero fields from DefaultConfig.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	str := func(v *string, def string) {
-		if *v == "" {
-			*v = def
-		}
-	}
-	dur := func(v *time.Duration, def time.Duration) {
-		if *v == 0 {
-			*v = def
-		}
-	}
 	qty := func(v *resource.Quantity, def resource.Quantity) {
 		if v.IsZero() {
 			*v = def
 		}
 	}
-	str(&c.Namespace, d.Namespace)
-	str(&c.ClusterDomain, d.ClusterDomain)
-	str(&c.CrawlerImage, d.CrawlerImage)
-	str(&c.CrawlerPullPolicy, d.CrawlerPullPolicy)
-	str(&c.RedisImage, d.RedisImage)
-	str(&c.RedisPullPolicy, d.RedisPullPolicy)
-	str(&c.SharedCrawlerConfigMap, d.SharedCrawlerConfigMap)
-	str(&c.RedisConfConfigMap, d.RedisConfConfigMap)
-	if c.MaxCrawlScale <= 0 {
-		c.MaxCrawlScale = d.MaxCrawlScale
-	}
-	if c.CrawlerBrowsers <= 0 {
-		c.CrawlerBrowsers = d.CrawlerBrowsers
-	}
-	if c.Workers <= 0 {
-		c.Workers = d.Workers
-	}
-	if c.KubeQPS <= 0 {
-		c.KubeQPS = d.KubeQPS
-	}
-	if c.KubeBurst <= 0 {
-		c.KubeBurst = d.KubeBurst
-	}
-	if c.TerminationGraceSeconds <= 0 {
-		c.TerminationGraceSeconds = d.TerminationGraceSeconds
-	}
+	setIfZero(&c.Namespace, d.Namespace)
+	setIfZero(&c.ClusterDomain, d.ClusterDomain)
+	setIfZero(&c.CrawlerImage, d.CrawlerImage)
+	setIfZero(&c.CrawlerPullPolicy, d.CrawlerPullPolicy)
+	setIfZero(&c.RedisImage, d.RedisImage)
+	setIfZero(&c.RedisPullPolicy, d.RedisPullPolicy)
+	setIfZero(&c.SharedCrawlerConfigMap, d.SharedCrawlerConfigMap)
+	setIfZero(&c.RedisConfConfigMap, d.RedisConfConfigMap)
+	setUnlessPositive(&c.MaxCrawlScale, d.MaxCrawlScale)
+	setUnlessPositive(&c.CrawlerBrowsers, d.CrawlerBrowsers)
+	setUnlessPositive(&c.Workers, d.Workers)
+	setUnlessPositive(&c.KubeQPS, d.KubeQPS)
+	setUnlessPositive(&c.KubeBurst, d.KubeBurst)
+	setUnlessPositive(&c.TerminationGraceSeconds, d.TerminationGraceSeconds)
 	qty(&c.CrawlerCPUBase, d.CrawlerCPUBase)
 	qty(&c.CrawlerMemoryBase, d.CrawlerMemoryBase)
 	qty(&c.RedisCPU, d.RedisCPU)
 	qty(&c.RedisMemory, d.RedisMemory)
 	qty(&c.CrawlerStorage, d.CrawlerStorage)
 	qty(&c.RedisStorage, d.RedisStorage)
-	dur(&c.RedisPollInterval, d.RedisPollInterval)
-	dur(&c.RedisTimeout, d.RedisTimeout)
-	dur(&c.RedisUnreachableGrace, d.RedisUnreachableGrace)
-	dur(&c.StoreTimeout, d.StoreTimeout)
-	dur(&c.Resync, d.Resync)
-	dur(&c.DefaultTTL, d.DefaultTTL)
-	dur(&c.RedisIdle, d.RedisIdle)
-	dur(&c.StartingTimeout, d.StartingTimeout)
-	dur(&c.StuckPodTimeout, d.StuckPodTimeout)
+	setIfZero(&c.RedisPollInterval, d.RedisPollInterval)
+	setIfZero(&c.RedisTimeout, d.RedisTimeout)
+	setIfZero(&c.RedisUnreachableGrace, d.RedisUnreachableGrace)
+	setIfZero(&c.StoreTimeout, d.StoreTimeout)
+	setIfZero(&c.Resync, d.Resync)
+	setIfZero(&c.DefaultTTL, d.DefaultTTL)
+	setIfZero(&c.RedisIdle, d.RedisIdle)
+	setIfZero(&c.StartingTimeout, d.StartingTimeout)
+	setIfZero(&c.StuckPodTimeout, d.StuckPodTimeout)
 	return c
+}
+
+// setIfZero sets *v to def when it holds its zero value.
+func setIfZero[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// setUnlessPositive sets *v to def unless it is positive.
+func setUnlessPositive[T int | int64 | float32](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // crawlerResources returns the crawler container's cpu and memory per

@@ -265,6 +265,16 @@ func (h *harness) waitFor(what string, timeout time.Duration, cond func() bool) 
 	}
 }
 
+// waitPagesDone waits until the CrawlJob's status counts at least n pages
+// done, so a test acts on a crawl that is really under way.
+func (h *harness) waitPagesDone(id string, n int64) {
+	h.t.Helper()
+	h.waitFor("pages done", 30*time.Second, func() bool {
+		j, err := h.job(id)
+		return err == nil && j.Status.PagesDone >= n
+	})
+}
+
 // waitState waits until the crawl document reaches one of states.
 func (h *harness) waitState(id string, timeout time.Duration, states ...string) string {
 	h.t.Helper()

@@ -21,10 +21,7 @@ func TestRestartTimeRecreatesCrawlerPods(t *testing.T) {
 	h := newHarness(t)
 	h.startOperator(h.config())
 	id := h.startCrawl(crawlOpts{scale: 2, seed: slowSite})
-	h.waitFor("pages done", 30*time.Second, func() bool {
-		j, err := h.job(id)
-		return err == nil && j.Status.PagesDone >= 5
-	})
+	h.waitPagesDone(id, 5)
 	before := h.pods(id)
 	pvcsBefore := h.pvcs(id)
 	if err := h.launch.RestartCrawl(context.Background(), id, []byte(`{"seeds":[{"url":"`+slowSite+`"}]}`)); err != nil {
@@ -63,10 +60,7 @@ func TestEvictedPodIsRecreated(t *testing.T) {
 	h.startOperator(h.config())
 	id := h.startCrawl(crawlOpts{seed: slowSite})
 	name := k8s.CrawlerName(id, 0)
-	h.waitFor("pages done", 30*time.Second, func() bool {
-		j, err := h.job(id)
-		return err == nil && j.Status.PagesDone >= 3
-	})
+	h.waitPagesDone(id, 3)
 	old := h.pods(id)[name]
 	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"phase": "Failed", "reason": "Evicted",
 		"message": "The node was low on resource: ephemeral-storage."}})
@@ -104,10 +98,7 @@ func TestRedisPausedWithoutCrawlersAndResumed(t *testing.T) {
 	cfg.RedisIdle = 2 * time.Second
 	h.startOperator(cfg)
 	id := h.startCrawl(crawlOpts{seed: slowSite})
-	h.waitFor("pages done", 30*time.Second, func() bool {
-		j, err := h.job(id)
-		return err == nil && j.Status.PagesDone >= 5
-	})
+	h.waitPagesDone(id, 5)
 	h.cordon(true)
 	t.Cleanup(func() { h.cordon(false) })
 	redisPVC := h.pvcs(id)[k8s.RedisName(id)].UID
@@ -144,10 +135,7 @@ func TestOutagesSlowOnlyTheCrawlsThatNeedThem(t *testing.T) {
 	h.startOperator(h.config())
 	ctx := context.Background()
 	cut := h.startCrawl(crawlOpts{seed: slowSite})
-	h.waitFor("pages done", 30*time.Second, func() bool {
-		j, err := h.job(cut)
-		return err == nil && j.Status.PagesDone >= 3
-	})
+	h.waitPagesDone(cut, 3)
 	dns := h.env.Kubelet.DNS()
 	host := k8s.RedisName(cut) + ".redis." + h.ns + ".svc.cluster.local"
 	addr, ok := dns.Resolve(host)

@@ -47,10 +47,7 @@ func TestSeedScenarioScaleDown(t *testing.T) {
 		}
 		return n == 3
 	})
-	h.waitFor("pages done", 30*time.Second, func() bool {
-		j, err := h.job(id)
-		return err == nil && j.Status.PagesDone >= 10
-	})
+	h.waitPagesDone(id, 10)
 	if err := h.launch.ScaleCrawl(context.Background(), id, 1); err != nil {
 		t.Fatal(err)
 	}

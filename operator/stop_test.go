@@ -15,10 +15,7 @@ func TestStopIsGraceful(t *testing.T) {
 	h := newHarness(t)
 	h.startOperator(h.config())
 	id := h.startCrawl(crawlOpts{scale: 2, seed: slowSite})
-	h.waitFor("pages done", 30*time.Second, func() bool {
-		j, err := h.job(id)
-		return err == nil && j.Status.PagesDone >= 5
-	})
+	h.waitPagesDone(id, 5)
 	if err := h.launch.StopCrawl(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}

@@ -111,21 +111,11 @@ var configSorts = map[string]string{
 // Errors: Invalid("invalid_sort_by"), Invalid("invalid_sort_direction").
 func (m *Mongo) ListCrawlConfigs(ctx context.Context, oid uuid.UUID, f CrawlConfigFilter) ([]CrawlConfig, int64, error) {
 	filter := bson.M{"oid": oid, "inactive": bson.M{"$ne": true}}
-	if f.CreatedBy != nil {
-		filter["createdBy"] = *f.CreatedBy
-	}
-	if f.ModifiedBy != nil {
-		filter["modifiedBy"] = *f.ModifiedBy
-	}
-	if f.FirstSeed != nil {
-		filter["firstSeed"] = *f.FirstSeed
-	}
-	if f.Name != nil {
-		filter["name"] = *f.Name
-	}
-	if f.Description != nil {
-		filter["description"] = *f.Description
-	}
+	matchIfSet(filter, "createdBy", f.CreatedBy)
+	matchIfSet(filter, "modifiedBy", f.ModifiedBy)
+	matchIfSet(filter, "firstSeed", f.FirstSeed)
+	matchIfSet(filter, "name", f.Name)
+	matchIfSet(filter, "description", f.Description)
 	if len(f.Tags) > 0 {
 		filter["tags"] = bson.M{"$all": f.Tags}
 	}

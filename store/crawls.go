@@ -160,27 +160,15 @@ func (m *Mongo) ListCrawls(ctx context.Context, oid uuid.UUID, f CrawlFilter) ([
 	if !f.AllOrgs {
 		filter["oid"] = oid
 	}
-	if f.UserID != nil {
-		filter["userid"] = *f.UserID
-	}
-	if f.CID != nil {
-		filter["cid"] = *f.CID
-	}
+	matchIfSet(filter, "userid", f.UserID)
+	matchIfSet(filter, "cid", f.CID)
 	if len(f.States) > 0 {
 		filter["state"] = bson.M{"$in": f.States}
 	}
-	if f.FirstSeed != nil {
-		filter["firstSeed"] = *f.FirstSeed
-	}
-	if f.Name != nil {
-		filter["name"] = *f.Name
-	}
-	if f.Description != nil {
-		filter["description"] = *f.Description
-	}
-	if f.CollectionID != nil {
-		filter["collectionIds"] = *f.CollectionID
-	}
+	matchIfSet(filter, "firstSeed", f.FirstSeed)
+	matchIfSet(filter, "name", f.Name)
+	matchIfSet(filter, "description", f.Description)
+	matchIfSet(filter, "collectionIds", f.CollectionID)
 	dir, err := sortDirection(f.SortDirection)
 	if err != nil {
 		return nil, 0, err

@@ -79,3 +79,11 @@ func findAll[T any](ctx context.Context, c *mongo.Collection, filter bson.M, opt
 	}
 	return items, nil
 }
+
+// matchIfSet adds an equality match on key to filter when the optional
+// value v is given.
+func matchIfSet[T any](filter bson.M, key string, v *T) {
+	if v != nil {
+		filter[key] = *v
+	}
+}
