@@ -3,6 +3,8 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -15,10 +17,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/trawlerhq/trawler/k8s"
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
 	informers "github.com/trawlerhq/trawler/k8s/generated/informers/externalversions"
 	"github.com/trawlerhq/trawler/operator"
 	"github.com/trawlerhq/trawler/store"
@@ -98,7 +102,8 @@ func (h *harness) countPods(ns, role string) int {
 
 // BenchmarkCreate100CrawlJobs (issue 5, bench a): time from creating 100
 // CrawlJobs at once until all their crawler pods exist, next to creating
-// the same PVCs and pods directly with one client at the same QPS.
+// the same PVCs and pods (Redis and crawler) directly with one client at
+// the same QPS.
 func BenchmarkCreate100CrawlJobs(b *testing.B) {
 	const n = 100
 	h := newHarness(b)
@@ -107,8 +112,13 @@ func BenchmarkCreate100CrawlJobs(b *testing.B) {
 		cfg.Workers = w
 	}
 	rc := operator.RestConfig(h.env.Config(), cfg)
+	var mu sync.Mutex
+	counts := map[string]int64{}
+	counted := rest.CopyConfig(rc)
+	counted.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return requestCounter{next: rt, mu: &mu, n: counts} }
 	deps := h.deps()
-	deps.Kube = kubernetes.NewForConfigOrDie(rc)
+	deps.Kube = kubernetes.NewForConfigOrDie(counted)
+	deps.Trawler = versioned.NewForConfigOrDie(counted)
 	c, err := operator.New(cfg, deps)
 	if err != nil {
 		b.Fatal(err)
@@ -126,6 +136,9 @@ func BenchmarkCreate100CrawlJobs(b *testing.B) {
 	h.waitFor("all crawler pods", 5*time.Minute, func() bool { return h.countPods(h.ns, k8s.RoleCrawler) >= n })
 	viaOperator := time.Since(start)
 	b.StopTimer()
+	mu.Lock()
+	requests := maps.Clone(counts)
+	mu.Unlock()
 
 	// The same objects, created directly by one client (sequentially, and
 	// with 8 concurrent callers) in another namespace.
@@ -153,9 +166,11 @@ func BenchmarkCreate100CrawlJobs(b *testing.B) {
 						b.Error(err)
 					}
 				}
-				want.pod.Namespace, want.pod.OwnerReferences = ns.Name, nil
-				if _, err := client.CoreV1().Pods(ns.Name).Create(context.Background(), want.pod, metav1.CreateOptions{}); err != nil {
-					b.Error(err)
+				for _, pod := range want.pods {
+					pod.Namespace = ns.Name
+					if _, err := client.CoreV1().Pods(ns.Name).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+						b.Error(err)
+					}
 				}
 			}()
 		}
@@ -169,15 +184,16 @@ func BenchmarkCreate100CrawlJobs(b *testing.B) {
 	b.ReportMetric(concurrent.Seconds(), "s-direct-8")
 	b.ReportMetric(viaOperator.Seconds()/sequential.Seconds(), "ratio-vs-1")
 	b.ReportMetric(viaOperator.Seconds()/concurrent.Seconds(), "ratio-vs-8")
+	b.Logf("operator API requests until then, by verb: %v", requests)
 	b.Logf("%d crawl jobs -> pods via the operator (%d workers): %v; same PVCs+pods directly: %v (1 caller), %v (8 callers); QPS %v burst %d",
 		n, cfg.Workers, viaOperator, sequential, concurrent, cfg.KubeQPS, cfg.KubeBurst)
 }
 
-// benchObjects are the PVCs and crawler pod the operator renders for a
-// new crawl, as a direct client would create them.
+// benchObjects are the PVCs and pods (Redis and crawler) the operator
+// renders for a new crawl, as a direct client would create them.
 type benchObjects struct {
 	pvcs []*corev1.PersistentVolumeClaim
-	pod  *corev1.Pod
+	pods []*corev1.Pod
 }
 
 func desiredForBench(j *trawlerv1.CrawlJob, cfg operator.Config) benchObjects {
@@ -188,15 +204,26 @@ func desiredForBench(j *trawlerv1.CrawlJob, cfg operator.Config) benchObjects {
 			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}}}}
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: k8s.CrawlerName(id, 0),
+	claim := func(name string) []corev1.Volume {
+		return []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}}
+	}
+	redisPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: k8s.RedisName(id),
+		Labels: map[string]string{k8s.LabelCrawl: id, k8s.LabelRole: "direct-redis"}},
+		Spec: corev1.PodSpec{Hostname: k8s.RedisName(id),
+			Containers: []corev1.Container{{Name: "redis", Image: cfg.RedisImage,
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: cfg.RedisCPU, corev1.ResourceMemory: cfg.RedisMemory}}}},
+			Volumes: claim(k8s.RedisName(id))}}
+	crawlerPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: k8s.CrawlerName(id, 0),
 		Labels: map[string]string{k8s.LabelCrawl: id, k8s.LabelRole: "direct"}},
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyOnFailure, PriorityClassName: k8s.PriorityClassName(0),
 			Containers: []corev1.Container{{Name: "crawler", Image: cfg.CrawlerImage,
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 					corev1.ResourceCPU: *cfg.CrawlerCPU, corev1.ResourceMemory: *cfg.CrawlerMemory}}}},
-			Volumes: []corev1.Volume{{Name: "crawl-data", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: k8s.CrawlerName(id, 0)}}}}}}
-	return benchObjects{pvcs: []*corev1.PersistentVolumeClaim{mk(k8s.RedisName(id)), mk(k8s.CrawlerName(id, 0))}, pod: pod}
+			Volumes: claim(k8s.CrawlerName(id, 0))}}
+	return benchObjects{pvcs: []*corev1.PersistentVolumeClaim{mk(k8s.RedisName(id)), mk(k8s.CrawlerName(id, 0))},
+		pods: []*corev1.Pod{redisPod, crawlerPod}}
 }
 
 // BenchmarkThousandRunningCrawls (issue 5, bench b): an operator (in its
