@@ -151,9 +151,11 @@ func (sc *Scheduler) syncLocked(ctx context.Context) error {
 }
 
 // fire starts one scheduled crawl of workflow cid, unless the workflow is
-// gone or unscheduled, or the org's storage is full (then no record is
-// written). An org at its concurrency limit still gets the crawl: the
-// operator keeps it waiting.
+// gone or unscheduled, the org's storage is full, or the workflow's
+// previous crawl has not ended (then no record is written: a slow crawl
+// or one waiting for the org's limit never piles up repeats of itself).
+// An org at its concurrency limit still gets the crawl: the operator
+// keeps it waiting.
 func (sc *Scheduler) fire(oid, cid uuid.UUID) {
 	ctx, cancel := context.WithTimeout(context.Background(), fireTimeout)
 	defer cancel()
@@ -179,6 +181,15 @@ func (sc *Scheduler) fire(oid, cid uuid.UUID) {
 	}
 	unlock := s.lockWorkflow(cid)
 	defer unlock()
+	active, err := s.store.ActiveCrawls(ctx, oid, cid)
+	if err != nil {
+		log.Error("scheduled crawl: reading active crawls", "err", err)
+		return
+	}
+	if len(active) > 0 {
+		log.Info("scheduled crawl skipped: the workflow's crawl is still active", "crawl", active[0].ID)
+		return
+	}
 	id, err := s.startCrawl(ctx, org, wf, wf.ModifiedBy, false)
 	if err != nil {
 		log.Error("scheduled crawl: starting", "err", err)

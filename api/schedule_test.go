@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/trawlerhq/trawler/store"
 )
 
 func (e *env) crawlsOf(cid string) []any {
@@ -36,7 +38,21 @@ func TestScheduler(t *testing.T) {
 	body["schedule"] = "@every 1s"
 	cid := e.createWorkflow(asCrawler, body)["id"].(string)
 
-	waitFor(t, "two scheduled crawls", 10*time.Second, func() bool { return len(e.crawlsOf(cid)) >= 2 })
+	waitFor(t, "a scheduled crawl", 10*time.Second, func() bool { return len(e.crawlsOf(cid)) >= 1 })
+	first := get(e.crawlsOf(cid)[0], "id").(string)
+
+	// While the workflow's crawl is active (starting, running), a tick
+	// starts nothing.
+	for _, state := range []string{store.StateStarting, store.StateRunning} {
+		e.setState(first, state)
+		sched.fire(e.org, uuid.MustParse(cid))
+		if got := len(e.crawlsOf(cid)); got != 1 {
+			t.Fatalf("%d crawls while the first is %s, want 1", got, state)
+		}
+	}
+	e.setState(first, store.StateComplete)
+	waitFor(t, "the next scheduled crawl", 10*time.Second, func() bool { return len(e.crawlsOf(cid)) >= 2 })
+
 	seen := map[string]bool{}
 	for _, c := range e.crawlsOf(cid) {
 		id := get(c, "id").(string)
@@ -54,6 +70,13 @@ func TestScheduler(t *testing.T) {
 	// Unscheduling takes effect at once (Reload), no further crawls.
 	e.mustJSON(asCrawler, "PATCH", e.orgPath("/crawlconfigs/"+cid), map[string]any{"schedule": ""}, 200)
 	time.Sleep(200 * time.Millisecond)
+	// End every crawl, so only the schedule (then the quota, then Stop)
+	// can be what starts nothing below.
+	for _, c := range e.crawlsOf(cid) {
+		if id := get(c, "id").(string); store.IsActive(get(c, "state").(string)) {
+			e.setState(id, store.StateComplete)
+		}
+	}
 	n := len(e.crawlsOf(cid))
 	time.Sleep(2500 * time.Millisecond)
 	if got := len(e.crawlsOf(cid)); got != n {
