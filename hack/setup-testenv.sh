@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the sandbox's test binaries from Go modules (kube-apiserver,
 # kube-scheduler, kube-controller-manager, etcd, mongotestd) into a per-user
-# cache shared by every clone, and installs redis-server if it is missing.
+# cache shared by every clone, and installs redis-server and gcc if missing.
 # Idempotent: only what is absent is built. Prints the binary folder last.
 #
 # The cold build takes ~20-25 min on 2 cores; later runs take seconds.
@@ -83,12 +83,17 @@ if missing kube-apiserver kube-scheduler kube-controller-manager; then
 		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager
 fi
 
-if ! command -v redis-server >/dev/null 2>&1; then
-	log "installing redis-server from Debian packages"
+# Debian packages the tests need: redis-server, and a C compiler for the
+# race detector (`go test -race` needs cgo).
+missing_pkgs=()
+command -v redis-server >/dev/null 2>&1 || missing_pkgs+=(redis-server)
+command -v gcc >/dev/null 2>&1 || missing_pkgs+=(gcc libc6-dev)
+if [ ${#missing_pkgs[@]} -gt 0 ]; then
+	log "installing ${missing_pkgs[*]} from Debian packages"
 	sudo=""
 	[ "$(id -u)" = 0 ] || sudo=sudo
 	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends redis-server >/dev/null
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing_pkgs[@]}" >/dev/null
 fi
 ln -sf "$(command -v redis-server)" "$TRAWLER_TESTBIN/redis-server"
 if command -v kubectl >/dev/null 2>&1; then ln -sf "$(command -v kubectl)" "$TRAWLER_TESTBIN/kubectl"; fi
