@@ -26,7 +26,7 @@ var settings = []setting{
 	{"api.listen", ":8000", "address of the REST API, /healthz and /readyz"},
 	{"api.jwt_secret", "", "HS256 key for login tokens; empty = random per process (tokens die with it)"},
 	{"api.jwt_lifetime_minutes", 1440, "lifetime of login tokens"},
-	{"api.registration_enabled", false, "allow self-registration"},
+	{"api.registration_enabled", false, "reported as registrationEnabled by /api/settings (self-registration itself is not built yet)"},
 	{"api.default_behavior_time_seconds", 300, "reported by /api/settings"},
 	{"api.default_page_load_time_seconds", 120, "reported by /api/settings"},
 	{"api.default_crawl_filename_template", "@ts-@hostsuffix.wacz", "WACZ name template of workflows that set none"},
