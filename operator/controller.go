@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
@@ -102,6 +103,16 @@ type writtenJob struct {
 	job        *trawlerv1.CrawlJob
 }
 
+// eventScheme resolves the kinds events refer to (core objects, CrawlJob,
+// ProfileJob). It is built once and private: adding types to client-go's
+// global scheme while clients use it is a data race.
+var eventScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(scheme.AddToScheme(s))
+	utilruntime.Must(trawlerscheme.AddToScheme(s))
+	return s
+}()
+
 // New builds a Controller; call Run to start it.
 func New(cfg Config, deps Deps) (*Controller, error) {
 	if deps.Kube == nil || deps.Trawler == nil || deps.Store == nil {
@@ -120,10 +131,9 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		c.logs = apiLogReader{kube: deps.Kube}
 	}
 	if c.recorder == nil {
-		utilruntime.Must(trawlerscheme.AddToScheme(scheme.Scheme))
 		c.broadcaster = record.NewBroadcaster()
 		c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: deps.Kube.CoreV1().Events(cfg.Namespace)})
-		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "trawler-operator"})
+		c.recorder = c.broadcaster.NewRecorder(eventScheme, corev1.EventSource{Component: "trawler-operator"})
 	}
 
 	ns := cfg.Namespace

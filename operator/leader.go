@@ -32,8 +32,9 @@ type LeaderElection struct {
 var ErrLostLeadership = errors.New("operator: lost leadership")
 
 // RunWithLeaderElection waits for the Lease and runs the controller while
-// holding it. It returns nil when ctx ends, ErrLostLeadership if the Lease
-// is lost (a Controller runs once; build a new one to lead again).
+// holding it. It returns once the controller has stopped: nil when ctx
+// ends, ErrLostLeadership if the Lease is lost (a Controller runs once;
+// build a new one to lead again), or the controller's own error.
 func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElection) error {
 	if le.Identity == "" {
 		return errors.New("operator: leader election needs an identity")
@@ -51,7 +52,11 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var runErr error
+	// The elector calls OnStartedLeading on a goroutine it does not wait
+	// for, so the controller runs here instead: this function then returns
+	// only after the controller has stopped, and its result is read
+	// without a race.
+	leading := make(chan context.Context, 1)
 	lost := false
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
@@ -61,13 +66,7 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 		ReleaseOnCancel: true,
 		Name:            le.Name,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				c.log.Info("leading", "identity", le.Identity)
-				if le.OnLeading != nil {
-					le.OnLeading()
-				}
-				runErr = c.Run(ctx)
-			},
+			OnStartedLeading: func(ctx context.Context) { leading <- ctx },
 			OnStoppedLeading: func() {
 				if ctx.Err() == nil {
 					lost = true
@@ -79,11 +78,37 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 	if err != nil {
 		return fmt.Errorf("creating leader elector: %w", err)
 	}
-	elector.Run(runCtx)
+	electorDone := make(chan struct{})
+	go func() {
+		defer close(electorDone)
+		elector.Run(runCtx)
+	}()
+	var runErr error
+	select {
+	case leadCtx := <-leading:
+		c.log.Info("leading", "identity", le.Identity)
+		if le.OnLeading != nil {
+			le.OnLeading()
+		}
+		runErr = c.Run(leadCtx)
+		if leadCtx.Err() != nil {
+			runErr = nil // stopped because leading ended, not failed
+		}
+		// The controller may also stop on its own (an error): give the
+		// Lease up rather than hold it while nothing runs.
+		cancel()
+		<-electorDone
+	case <-electorDone:
+		// ctx ended before this replica led (a late leading signal would
+		// carry an already cancelled context).
+	}
+	if runErr != nil {
+		return runErr
+	}
 	if lost {
 		return ErrLostLeadership
 	}
-	return runErr
+	return nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {
