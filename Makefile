@@ -29,7 +29,7 @@ build:
 
 ## testbin: build the sandbox's binaries (kube-apiserver, etcd, ...) if missing
 testbin:
-	@echo "== testbin: building sandbox binaries if missing (cold: ~20-25 min on 2 cores)"
+	@echo "== testbin: building sandbox binaries if missing (cold: ~12-15 min on 2 cores)"
 	timeout $(SETUP_TIMEOUT) hack/setup-testenv.sh
 
 ## dev: run trawler against a local sandbox cluster; writes .dev/env; Ctrl-C stops all
