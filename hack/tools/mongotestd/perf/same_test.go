@@ -106,43 +106,19 @@ func TestSameResults(t *testing.T) {
 	for _, f := range filters {
 		name := fmt.Sprint(f)
 		same(t, "find "+name, func(c *mongo.Collection) any {
-			cur, err := c.Find(ctx, f)
-			if err != nil {
-				return "error: " + err.Error()
-			}
-			var res []bson.Raw
-			if err := cur.All(ctx, &res); err != nil {
-				return "error: " + err.Error()
-			}
-			return res
+			return documents(c.Find(ctx, f))
 		}, a, b)
 		same(t, "count "+name, func(c *mongo.Collection) any {
 			n, err := c.CountDocuments(ctx, f)
 			return fmt.Sprint(n, err)
 		}, a, b)
 		same(t, "aggregate "+name, func(c *mongo.Collection) any {
-			cur, err := c.Aggregate(ctx, mongo.Pipeline{{{Key: "$match", Value: f}}, {{Key: "$project", Value: bson.D{{Key: "n", Value: 1}}}}})
-			if err != nil {
-				return "error: " + err.Error()
-			}
-			var res []bson.Raw
-			if err := cur.All(ctx, &res); err != nil {
-				return "error: " + err.Error()
-			}
-			return res
+			return documents(c.Aggregate(ctx, mongo.Pipeline{{{Key: "$match", Value: f}}, {{Key: "$project", Value: bson.D{{Key: "n", Value: 1}}}}}))
 		}, a, b)
 	}
 	// Writes change both collections the same way; read everything back after each.
 	all := func(c *mongo.Collection) any {
-		cur, err := c.Find(ctx, bson.D{})
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		var res []bson.Raw
-		if err := cur.All(ctx, &res); err != nil {
-			return "error: " + err.Error()
-		}
-		return res
+		return documents(c.Find(ctx, bson.D{}))
 	}
 	for i, f := range filters {
 		name := fmt.Sprint(f)
@@ -230,4 +206,17 @@ func startColl(t *testing.T, bin string) *mongo.Collection {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// documents reads a cursor to the end, or says why it could not, in a
+// form the two servers' answers can be compared by.
+func documents(cur *mongo.Cursor, err error) any {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	var res []bson.Raw
+	if err := cur.All(context.Background(), &res); err != nil {
+		return "error: " + err.Error()
+	}
+	return res
 }
