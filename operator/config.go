@@ -200,7 +200,7 @@ func setIfZero[T comparable](v *T, def T) {
 }
 
 // setUnlessPositive sets *v to def unless it is positive.
-func setUnlessPositive[T int | int64 | float32](v *T, def T) {
+func setUnlessPositive[T ~int | ~int64 | ~float32](v *T, def T) {
 	if *v <= 0 {
 		*v = def
 	}

@@ -39,12 +39,11 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 	if le.Identity == "" {
 		return errors.New("operator: leader election needs an identity")
 	}
-	if le.Name == "" {
-		le.Name = "trawler-operator"
-	}
-	if le.Namespace == "" {
-		le.Namespace = c.cfg.Namespace
-	}
+	setIfZero(&le.Name, "trawler-operator")
+	setIfZero(&le.Namespace, c.cfg.Namespace)
+	setUnlessPositive(&le.LeaseDuration, 15*time.Second)
+	setUnlessPositive(&le.RenewDeadline, 10*time.Second)
+	setUnlessPositive(&le.RetryPeriod, 2*time.Second)
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.Namespace, le.Name,
 		c.kube.CoreV1(), c.kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: le.Identity})
 	if err != nil {
@@ -60,9 +59,9 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 	lost := false
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
-		LeaseDuration:   orDefault(le.LeaseDuration, 15*time.Second),
-		RenewDeadline:   orDefault(le.RenewDeadline, 10*time.Second),
-		RetryPeriod:     orDefault(le.RetryPeriod, 2*time.Second),
+		LeaseDuration:   le.LeaseDuration,
+		RenewDeadline:   le.RenewDeadline,
+		RetryPeriod:     le.RetryPeriod,
 		ReleaseOnCancel: true,
 		Name:            le.Name,
 		Callbacks: leaderelection.LeaderCallbacks{
@@ -109,11 +108,4 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 		return ErrLostLeadership
 	}
 	return nil
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }
