@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -125,7 +124,7 @@ func runDev(ctx context.Context, v *viper.Viper, dir string, nodes int, out io.W
 	listening := make(chan string, 1)
 	served := make(chan error, 1)
 	go func() {
-		served <- serve(ctx, v, serveDeps{redisDialer: env.Dial, logs: kubeletLogs{env.Kubelet},
+		served <- serve(ctx, v, serveDeps{redisDialer: env.Dial, logs: env.Kubelet,
 			listening: listening, logger: logger})
 	}()
 	select {
@@ -153,19 +152,6 @@ func runDev(ctx context.Context, v *viper.Viper, dir string, nodes int, out io.W
 	err = <-served
 	fmt.Fprintln(out, "stopping the sandbox ...")
 	return err
-}
-
-// kubeletLogs lets the operator read container logs from the simulated
-// kubelet, which has no pods/log endpoint.
-type kubeletLogs struct{ k *kubelet.Kubelet }
-
-// PodLogs returns the last tail lines of a container's log.
-func (l kubeletLogs) PodLogs(_ context.Context, namespace, pod, container string, tail int64) (string, error) {
-	lines := strings.SplitAfter(l.k.Logs(namespace, pod, container), "\n")
-	if tail > 0 && int64(len(lines)) > tail {
-		lines = lines[int64(len(lines))-tail:]
-	}
-	return strings.Join(lines, ""), nil
 }
 
 func writeDevEnv(path string, vars map[string]string) error {

@@ -182,19 +182,7 @@ func (h *harness) startOperator(cfg operator.Config) *runningOperator {
 // metrics.k8s.io, so every test also shows that its absence is harmless.
 func (h *harness) deps() operator.Deps {
 	return operator.Deps{Kube: h.kube, Trawler: h.trawler, Store: h.store, Metrics: metricsclient.NewForConfigOrDie(h.env.Config()),
-		Logs: kubeletLogs{h.env.Kubelet}, Log: slog.New(slog.NewTextHandler(h.logs, nil))}
-}
-
-// kubeletLogs reads container logs from the sandbox kubelet, which serves
-// no pods/log endpoint.
-type kubeletLogs struct{ k *kubelet.Kubelet }
-
-func (l kubeletLogs) PodLogs(_ context.Context, ns, pod, container string, tail int64) (string, error) {
-	lines := strings.Split(strings.TrimRight(l.k.Logs(ns, pod, container), "\n"), "\n")
-	if int64(len(lines)) > tail {
-		lines = lines[int64(len(lines))-tail:]
-	}
-	return strings.Join(lines, "\n"), nil
+		Logs: h.env.Kubelet, Log: slog.New(slog.NewTextHandler(h.logs, nil))}
 }
 
 // crawlOpts shape a launched crawl.

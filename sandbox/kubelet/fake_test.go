@@ -65,6 +65,12 @@ func TestLifecycleWithFakeClient(t *testing.T) {
 	if got, want := k.Logs("ns", "p", "c"), "run 0 on p\nrun 1 on p\n"; got != want {
 		t.Errorf("logs = %q, want %q", got, want)
 	}
+	// PodLogs tails as pods/log?tailLines does: whole lines, the last ones.
+	for tail, want := range map[int64]string{0: "run 0 on p\nrun 1 on p\n", 1: "run 1 on p\n", 2: "run 0 on p\nrun 1 on p\n", 5: "run 0 on p\nrun 1 on p\n"} {
+		if got, _ := k.PodLogs(ctx, "ns", "p", "c", tail); got != want {
+			t.Errorf("PodLogs tail %d = %q, want %q", tail, got, want)
+		}
+	}
 
 	// What the apiserver does on a graceful delete.
 	pod.DeletionTimestamp = new(metav1.Now())

@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -281,6 +282,20 @@ func (k *Kubelet) Logs(namespace, pod, container string) string {
 		return ""
 	}
 	return l.String()
+}
+
+// PodLogs returns the last tail lines of a container's log (all of it when
+// tail <= 0), as the pods/log API's tailLines does. It lets the operator
+// read logs from this kubelet, which serves no pods/log endpoint.
+func (k *Kubelet) PodLogs(_ context.Context, namespace, pod, container string, tail int64) (string, error) {
+	lines := strings.SplitAfter(k.Logs(namespace, pod, container), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1] // the text after the last newline
+	}
+	if tail > 0 && int64(len(lines)) > tail {
+		lines = lines[int64(len(lines))-tail:]
+	}
+	return strings.Join(lines, ""), nil
 }
 
 // containerLog returns the log of a container of pod, starting a new one
