@@ -241,23 +241,9 @@ func (s *Server) runCrawlConfig(c echo.Context) error {
 	if wf.Inactive {
 		return crawlConfigNotFound(c.Param("cid"))
 	}
-	unlock := s.lockWorkflow(wf.ID)
-	defer unlock()
-	ctx := c.Request().Context()
-	active, err := s.store.ActiveCrawls(ctx, wf.OID, wf.ID)
+	id, err := s.startIdleCrawl(c.Request().Context(), currentOrg(c), wf, currentUser(c).ID, true)
 	if err != nil {
 		return err
-	}
-	if len(active) > 0 {
-		return badRequest("crawl_already_running")
-	}
-	org := currentOrg(c)
-	if org.StorageQuotaReached() {
-		return forbidden("storage_quota_reached")
-	}
-	id, err := s.startCrawl(ctx, org, wf, currentUser(c).ID, true)
-	if err != nil {
-		return internal("Error starting crawl", err)
 	}
 	return c.JSON(http.StatusOK, startedOut{Started: id})
 }

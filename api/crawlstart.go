@@ -167,6 +167,38 @@ func (s *Server) failUnlaunched(crawl *store.Crawl) {
 	}
 }
 
+// Why startIdleCrawl started nothing.
+var (
+	errCrawlAlreadyRunning = badRequest("crawl_already_running")
+	errStorageQuotaReached = forbidden("storage_quota_reached")
+)
+
+// startIdleCrawl starts a crawl of wf, for a user's "run" and for the
+// scheduler alike, unless the workflow has a crawl that has not ended
+// (errCrawlAlreadyRunning) or the org's storage is full
+// (errStorageQuotaReached); a failed start is a 500 "Error starting
+// crawl". The workflow's lock makes the check and the start one step
+// within this process.
+func (s *Server) startIdleCrawl(ctx context.Context, org *store.Org, wf *store.CrawlConfig, userID uuid.UUID, manual bool) (string, error) {
+	unlock := s.lockWorkflow(wf.ID)
+	defer unlock()
+	active, err := s.store.ActiveCrawls(ctx, wf.OID, wf.ID)
+	if err != nil {
+		return "", err
+	}
+	if len(active) > 0 {
+		return "", errCrawlAlreadyRunning
+	}
+	if org.StorageQuotaReached() {
+		return "", errStorageQuotaReached
+	}
+	id, err := s.startCrawl(ctx, org, wf, userID, manual)
+	if err != nil {
+		return "", internal("Error starting crawl", err)
+	}
+	return id, nil
+}
+
 // workflowLocks serialises starts of one workflow within this process,
 // so two quick "run" calls cannot both see it idle.
 type workflowLocks struct {

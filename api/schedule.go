@@ -175,25 +175,15 @@ func (sc *Scheduler) fire(oid, cid uuid.UUID) {
 		log.Error("scheduled crawl: reading org", "err", err)
 		return
 	}
-	if org.StorageQuotaReached() {
+	id, err := s.startIdleCrawl(ctx, org, wf, wf.ModifiedBy, false)
+	switch {
+	case errors.Is(err, errCrawlAlreadyRunning):
+		log.Info("scheduled crawl skipped: the workflow's previous crawl is still active")
+	case errors.Is(err, errStorageQuotaReached):
 		log.Info("scheduled crawl skipped: storage quota reached")
-		return
-	}
-	unlock := s.lockWorkflow(cid)
-	defer unlock()
-	active, err := s.store.ActiveCrawls(ctx, oid, cid)
-	if err != nil {
-		log.Error("scheduled crawl: reading active crawls", "err", err)
-		return
-	}
-	if len(active) > 0 {
-		log.Info("scheduled crawl skipped: the workflow's crawl is still active", "crawl", active[0].ID)
-		return
-	}
-	id, err := s.startCrawl(ctx, org, wf, wf.ModifiedBy, false)
-	if err != nil {
+	case err != nil:
 		log.Error("scheduled crawl: starting", "err", err)
-		return
+	default:
+		log.Info("scheduled crawl started", "crawl", id)
 	}
-	log.Info("scheduled crawl started", "crawl", id)
 }
