@@ -226,7 +226,7 @@ func lead(ctx context.Context, v *viper.Viper, cfg operator.Config, deps operato
 			err = ctrl.RunWithLeaderElection(ctx, le)
 		} else {
 			le.OnLeading()
-			err = ctrl.Run(ctx)
+			ctrl.Run(ctx)
 		}
 		sched.Stop()
 		ready.leading.Store(false)

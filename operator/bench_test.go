@@ -125,7 +125,7 @@ func BenchmarkCreate100CrawlJobs(b *testing.B) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = c.Run(ctx) }()
+	go func() { defer close(done); c.Run(ctx) }()
 	b.Cleanup(func() { cancel(); <-done })
 	jobs := h.benchJobs(n)
 	time.Sleep(time.Second) // let the informers settle

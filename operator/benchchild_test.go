@@ -118,10 +118,7 @@ func runChildOperator() int {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
-	if err := c.Run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	c.Run(ctx)
 	return 0
 }
 

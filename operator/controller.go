@@ -185,8 +185,9 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	return c, nil
 }
 
-// Run starts the informers and workers and blocks until ctx is done.
-func (c *Controller) Run(ctx context.Context) error {
+// Run starts the informers and workers and blocks until ctx is done and
+// every worker has stopped. A controller runs once.
+func (c *Controller) Run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
 	defer c.profileQueue.ShutDown()
@@ -202,7 +203,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.cmFactory.Shutdown()
 	defer c.trawlerFactory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return fmt.Errorf("waiting for informer caches: %w", ctx.Err())
+		return // ctx ended before the caches filled
 	}
 	c.log.Info("operator started", "namespace", c.cfg.Namespace, "workers", c.cfg.Workers)
 	var wg sync.WaitGroup
@@ -218,7 +219,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.profileQueue.ShutDown()
 	wg.Wait()
 	c.finishers.wait()
-	return nil
 }
 
 // HasSynced reports whether every informer cache has synced (for

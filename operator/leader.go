@@ -34,7 +34,7 @@ var ErrLostLeadership = errors.New("operator: lost leadership")
 // RunWithLeaderElection waits for the Lease and runs the controller while
 // holding it. It returns once the controller has stopped: nil when ctx
 // ends, ErrLostLeadership if the Lease is lost (a Controller runs once;
-// build a new one to lead again), or the controller's own error.
+// build a new one to lead again).
 func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElection) error {
 	if le.Identity == "" {
 		return errors.New("operator: leader election needs an identity")
@@ -53,8 +53,7 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 	defer cancel()
 	// The elector calls OnStartedLeading on a goroutine it does not wait
 	// for, so the controller runs here instead: this function then returns
-	// only after the controller has stopped, and its result is read
-	// without a race.
+	// only after the controller has stopped.
 	leading := make(chan context.Context, 1)
 	lost := false
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
@@ -82,27 +81,17 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 		defer close(electorDone)
 		elector.Run(runCtx)
 	}()
-	var runErr error
 	select {
 	case leadCtx := <-leading:
 		c.log.Info("leading", "identity", le.Identity)
 		if le.OnLeading != nil {
 			le.OnLeading()
 		}
-		runErr = c.Run(leadCtx)
-		if leadCtx.Err() != nil {
-			runErr = nil // stopped because leading ended, not failed
-		}
-		// The controller may also stop on its own (an error): give the
-		// Lease up rather than hold it while nothing runs.
-		cancel()
+		c.Run(leadCtx)
 		<-electorDone
 	case <-electorDone:
 		// ctx ended before this replica led (a late leading signal would
 		// carry an already cancelled context).
-	}
-	if runErr != nil {
-		return runErr
 	}
 	if lost {
 		return ErrLostLeadership

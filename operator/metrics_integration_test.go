@@ -68,7 +68,7 @@ func TestUsageWithoutMetricsAPI(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = c.Run(ctx) }()
+	go func() { defer close(done); c.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
 	jobs := h.benchJobs(3)
