@@ -128,7 +128,7 @@ func BenchmarkCreate100CrawlJobs(b *testing.B) {
 	go func() { defer close(done); c.Run(ctx) }()
 	b.Cleanup(func() { cancel(); <-done })
 	jobs := h.benchJobs(n)
-	time.Sleep(time.Second) // let the informers settle
+	h.waitFor("informer caches", time.Minute, c.HasSynced)
 
 	b.ResetTimer()
 	start := time.Now()
