@@ -119,16 +119,9 @@ func BenchmarkCreate100CrawlJobs(b *testing.B) {
 	deps := h.deps()
 	deps.Kube = kubernetes.NewForConfigOrDie(counted)
 	deps.Trawler = versioned.NewForConfigOrDie(counted)
-	c, err := operator.New(cfg, deps)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); c.Run(ctx) }()
-	b.Cleanup(func() { cancel(); <-done })
+	op := h.startOperatorWith(cfg, deps)
 	jobs := h.benchJobs(n)
-	h.waitFor("informer caches", time.Minute, c.HasSynced)
+	h.waitFor("informer caches", time.Minute, op.HasSynced)
 
 	b.ResetTimer()
 	start := time.Now()

@@ -1,7 +1,6 @@
 package operator_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -89,7 +88,7 @@ type harness struct {
 	store   *store.Mongo
 	launch  *k8s.Launcher
 	org     uuid.UUID
-	logs    *syncBuffer
+	logs    *operator.SyncBuffer
 }
 
 func newHarness(t testing.TB) *harness {
@@ -97,7 +96,7 @@ func newHarness(t testing.TB) *harness {
 	env := sandboxEnv(t)
 	ctx := context.Background()
 	h := &harness{t: t, env: env, kube: env.Client, trawler: versioned.NewForConfigOrDie(env.Config()),
-		org: uuid.New(), logs: &syncBuffer{}}
+		org: uuid.New(), logs: &operator.SyncBuffer{}}
 	ns, err := h.kube.CoreV1().Namespaces().Create(ctx,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "op-"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -151,6 +150,7 @@ func (h *harness) config() operator.Config {
 // runningOperator is a controller running until stop is called (or the
 // test ends).
 type runningOperator struct {
+	*operator.Controller
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -163,12 +163,19 @@ func (r *runningOperator) stop() {
 
 func (h *harness) startOperator(cfg operator.Config) *runningOperator {
 	h.t.Helper()
-	c, err := operator.New(cfg, h.deps())
+	return h.startOperatorWith(cfg, h.deps())
+}
+
+// startOperatorWith runs a controller built from deps, for tests that
+// wrap its clients.
+func (h *harness) startOperatorWith(cfg operator.Config, deps operator.Deps) *runningOperator {
+	h.t.Helper()
+	c, err := operator.New(cfg, deps)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &runningOperator{cancel: cancel, done: make(chan struct{})}
+	r := &runningOperator{Controller: c, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		c.Run(ctx)
@@ -313,24 +320,6 @@ func (h *harness) pvcs(id string) map[string]corev1.PersistentVolumeClaim {
 func (h *harness) gone(id string) bool {
 	_, err := h.job(id)
 	return err != nil
-}
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // dump logs what a failed test left behind.

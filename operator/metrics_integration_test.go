@@ -62,14 +62,7 @@ func TestUsageWithoutMetricsAPI(t *testing.T) {
 	deps := h.deps()
 	deps.Kube, deps.Trawler, deps.Metrics = kubernetes.NewForConfigOrDie(rc), versioned.NewForConfigOrDie(rc),
 		metricsclient.NewForConfigOrDie(rc)
-	c, err := operator.New(cfg, deps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); c.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	h.startOperatorWith(cfg, deps)
 
 	jobs := h.benchJobs(3)
 	h.createJobs(jobs)

@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -198,30 +197,17 @@ type watcherFixture struct {
 	w        *usageWatcher
 	api      *fakeUsageAPI
 	clock    *testingclock.FakeClock
-	log      *syncLog
+	log      *SyncBuffer
 	notified []string
 }
 
-// syncLog is a goroutine-safe log sink.
-type syncLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncLog) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncLog) lines() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Split(strings.TrimSpace(s.b.String()), "\n")
+// logLines is what the watcher logged, a line each.
+func (f *watcherFixture) logLines() []string {
+	return strings.Split(strings.TrimSpace(f.log.String()), "\n")
 }
 
 func newWatcherFixture(api *fakeUsageAPI) *watcherFixture {
-	f := &watcherFixture{api: api, clock: testingclock.NewFakeClock(t0), log: &syncLog{}}
+	f := &watcherFixture{api: api, clock: testingclock.NewFakeClock(t0), log: &SyncBuffer{}}
 	cfg := testConfig()
 	f.w = newUsageWatcher(api, cfg, f.clock, slog.New(slog.NewTextHandler(f.log, nil)),
 		func(pod string) { f.notified = append(f.notified, pod) })
@@ -241,7 +227,7 @@ func TestUsageWatcherWithoutMetricsAPI(t *testing.T) {
 	if lookups != 12 || lists != 0 {
 		t.Errorf("%d look-ups and %d lists in an hour, want 12 and 0", lookups, lists)
 	}
-	if l := f.log.lines(); len(l) != 1 || !strings.Contains(l[0], "not served") || strings.Contains(l[0], "err=") {
+	if l := f.logLines(); len(l) != 1 || !strings.Contains(l[0], "not served") || strings.Contains(l[0], "err=") {
 		t.Errorf("log %q, want one quiet line", l)
 	}
 	if _, ok := f.w.usage("anything"); ok || len(f.notified) != 0 {
@@ -301,7 +287,7 @@ func TestUsageWatcherListFailures(t *testing.T) {
 		t.Errorf("%d look-ups, %d lists; want 3 and 13", lookups, lists)
 	}
 	var warn, info int
-	for _, l := range f.log.lines() {
+	for _, l := range f.logLines() {
 		switch {
 		case strings.Contains(l, "level=WARN"):
 			warn++
@@ -311,7 +297,7 @@ func TestUsageWatcherListFailures(t *testing.T) {
 	}
 	// served, failing (warn), works again, no longer served.
 	if warn != 1 || info != 3 {
-		t.Errorf("%d warnings and %d infos:\n%s", warn, info, strings.Join(f.log.lines(), "\n"))
+		t.Errorf("%d warnings and %d infos:\n%s", warn, info, strings.Join(f.logLines(), "\n"))
 	}
 }
 
