@@ -25,7 +25,7 @@ func (s *Server) controlFailed(c echo.Context, err error) error {
 // it otherwise. A crawl that ended meanwhile keeps its state.
 func (s *Server) markCanceled(ctx context.Context, crawl *store.Crawl) error {
 	finished := s.now()
-	changed, _, err := s.store.SetCrawlState(ctx, crawl.ID, store.StateCanceled, store.RunningAndStartingStates,
+	changed, _, err := s.store.SetCrawlState(ctx, crawl.ID, store.StateCanceled, store.ActiveStates,
 		store.CrawlStateExtra{Finished: &finished})
 	if err != nil || !changed {
 		return err
@@ -37,7 +37,7 @@ func (s *Server) markCanceled(ctx context.Context, crawl *store.Crawl) error {
 // cancel deletes the crawl's CrawlJob (the operator then marks it
 // canceled), or marks it canceled itself when the CrawlJob is gone.
 func (s *Server) cancel(ctx context.Context, crawl *store.Crawl) error {
-	err := s.crawl.CancelCrawl(ctx, crawl.ID)
+	err := s.launcher.CancelCrawl(ctx, crawl.ID)
 	if errors.Is(err, k8s.ErrCrawlJobNotFound) {
 		return s.markCanceled(ctx, crawl)
 	}
@@ -68,7 +68,7 @@ func (s *Server) stopCrawl(c echo.Context) error {
 		return c.JSON(http.StatusOK, successOut{Success: true})
 	}
 	ctx := c.Request().Context()
-	err = s.crawl.StopCrawl(ctx, crawl.ID)
+	err = s.launcher.StopCrawl(ctx, crawl.ID)
 	switch {
 	case errors.Is(err, k8s.ErrCrawlJobNotFound):
 		err = s.markCanceled(ctx, crawl)
@@ -105,7 +105,7 @@ func (s *Server) scaleCrawl(c echo.Context) error {
 		return err
 	}
 	ctx, scale := c.Request().Context(), *in.Scale
-	if err := s.crawl.ScaleCrawl(ctx, crawl.ID, int32(scale)); err != nil {
+	if err := s.launcher.ScaleCrawl(ctx, crawl.ID, int32(scale)); err != nil {
 		return s.controlFailed(c, err)
 	}
 	if err := s.store.SetCrawlScale(ctx, crawl.OID, crawl.ID, scale); err != nil {
@@ -241,7 +241,7 @@ func (s *Server) changeExclusion(c echo.Context, add bool) error {
 	if err != nil {
 		return err
 	}
-	if err := s.crawl.RestartCrawl(ctx, crawl.ID, configJSON); err != nil && !errors.Is(err, k8s.ErrCrawlJobNotFound) {
+	if err := s.launcher.RestartCrawl(ctx, crawl.ID, configJSON); err != nil && !errors.Is(err, k8s.ErrCrawlJobNotFound) {
 		return s.controlFailed(c, err)
 	}
 	if !add {

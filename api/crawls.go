@@ -142,7 +142,7 @@ func (s *Server) listAllOrgsCrawls(c echo.Context) error {
 	}
 	f.AllOrgs = true
 	if (runningOnly == nil || *runningOnly) && len(f.States) == 0 {
-		f.States = store.RunningAndStartingStates
+		f.States = store.ActiveStates
 	}
 	return s.listCrawlsWith(c, uuid.Nil, f, p)
 }

@@ -54,7 +54,7 @@ func (s *Server) startCrawl(ctx context.Context, org *store.Org, wf *store.Crawl
 		return "", err
 	}
 	req := k8s.CrawlRequest{Spec: s.crawlJobSpec(org, wf, crawl), ConfigJSON: configJSON}
-	if err := s.crawl.LaunchCrawl(ctx, req); err != nil {
+	if err := s.launcher.LaunchCrawl(ctx, req); err != nil {
 		s.failUnlaunched(crawl)
 		return "", fmt.Errorf("launching crawl %s: %w", crawl.ID, err)
 	}
@@ -122,7 +122,7 @@ func (s *Server) relaunchOrphans(ctx context.Context) error {
 			return err
 		}
 		req := k8s.CrawlRequest{Spec: s.crawlJobSpec(org, wf, crawl), ConfigJSON: configJSON}
-		if err := s.crawl.LaunchCrawl(ctx, req); err != nil {
+		if err := s.launcher.LaunchCrawl(ctx, req); err != nil {
 			return fmt.Errorf("relaunching crawl %s: %w", crawl.ID, err)
 		}
 	}
@@ -157,7 +157,7 @@ func (s *Server) failUnlaunched(crawl *store.Crawl) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeCleanupTimeout)
 	defer cancel()
 	finished := s.now()
-	_, _, err := s.store.SetCrawlState(ctx, crawl.ID, store.StateFailed, store.RunningAndStartingStates,
+	_, _, err := s.store.SetCrawlState(ctx, crawl.ID, store.StateFailed, store.ActiveStates,
 		store.CrawlStateExtra{Finished: &finished})
 	if err == nil {
 		_, err = s.store.RunPostCrawlTasks(ctx, crawl.ID)

@@ -120,14 +120,14 @@ type Deps struct {
 
 // Server is the REST API. Build it with New and serve Handler.
 type Server struct {
-	cfg   Config
-	store Store
-	crawl CrawlLauncher
-	clock clock.PassiveClock
-	redis *liveCrawls
-	ready func(ctx context.Context) error
-	log   *slog.Logger
-	echo  *echo.Echo
+	cfg      Config
+	store    Store
+	launcher CrawlLauncher
+	clock    clock.PassiveClock
+	redis    *liveCrawls
+	ready    func(ctx context.Context) error
+	log      *slog.Logger
+	echo     *echo.Echo
 
 	runLocks   workflowLocks
 	openAPIDoc openAPIDoc
@@ -141,13 +141,13 @@ func New(cfg Config, deps Deps) *Server {
 		deps.Clock = clock.RealClock{}
 	}
 	s := &Server{
-		cfg:   cfg,
-		store: deps.Store,
-		crawl: deps.Launcher,
-		clock: deps.Clock,
-		ready: deps.Ready,
-		log:   cfg.Logger,
-		redis: newLiveCrawls(cfg.CrawlerNamespace, cfg.ClusterDomain, deps.RedisDialer),
+		cfg:      cfg,
+		store:    deps.Store,
+		launcher: deps.Launcher,
+		clock:    deps.Clock,
+		ready:    deps.Ready,
+		log:      cfg.Logger,
+		redis:    newLiveCrawls(cfg.CrawlerNamespace, cfg.ClusterDomain, deps.RedisDialer),
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true

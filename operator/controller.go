@@ -164,7 +164,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	c.pollers = newPollers(cfg, deps.Store, c.clock, c.log, c.queue.Add)
 	c.finishers = newFinishers()
 	if deps.Metrics != nil && cfg.MetricsInterval > 0 {
-		c.usage = newUsageWatcher(metricsAPI{deps.Metrics}, cfg, c.clock, c.log, c.usageMoved)
+		c.usage = newUsageWatcher(metricsAPI{deps.Metrics}, cfg, c.clock, c.log, c.enqueuePodOwner)
 	}
 
 	handlers := []struct {
@@ -314,8 +314,9 @@ func (c *Controller) enqueueOwner(obj any) {
 	}
 }
 
-// usageMoved enqueues the job owning a pod whose usage moved enough.
-func (c *Controller) usageMoved(pod string) {
+// enqueuePodOwner enqueues the job owning a pod (the usage watcher calls
+// it when the pod's usage moved enough).
+func (c *Controller) enqueuePodOwner(pod string) {
 	if p, err := c.pods.Pods(c.cfg.Namespace).Get(pod); err == nil {
 		c.enqueueOwner(p)
 	}

@@ -60,6 +60,11 @@ type transition struct {
 	Stats    *store.CrawlStats
 }
 
+// waitingCapacityFrom are the states a crawl leaves for waiting_capacity
+// when its crawlers or its Redis are not there: a crawl already waiting
+// (for capacity or for its org's limit) stays as it is.
+var waitingCapacityFrom = slices.Concat([]string{store.StateStarting}, store.RunningStates)
+
 // decision is what decide concluded: the next status (without the result
 // of the transition, which the store decides), the children to have, what
 // to assert in Redis and when to look again.
@@ -115,7 +120,7 @@ func decide(o observed, cfg Config) decision {
 		// Without its config no crawler can start; give the API a moment to
 		// create it, then fail the crawl as upstream does.
 		if startingTooLong {
-			d.Transition = &transition{To: store.StateFailed, From: store.RunningAndStartingStates, Finished: true}
+			d.Transition = &transition{To: store.StateFailed, From: store.ActiveStates, Finished: true}
 		} else {
 			d.after(created.Add(cfg.StartingTimeout).Sub(o.Now))
 		}
@@ -157,7 +162,7 @@ func decide(o observed, cfg Config) decision {
 	case !active:
 		st.WaitingReason = schedulingMessage(o.Crawlers)
 		if store.IsRunning(st.State) || (st.State == store.StateStarting && startingTooLong) {
-			d.Transition = &transition{To: store.StateWaitingCapacity, From: store.RunningAndStartingOnly}
+			d.Transition = &transition{To: store.StateWaitingCapacity, From: waitingCapacityFrom}
 		} else if st.State == store.StateStarting {
 			d.after(created.Add(cfg.StartingTimeout).Sub(o.Now))
 		}
@@ -169,7 +174,7 @@ func decide(o observed, cfg Config) decision {
 		}
 		if (store.IsRunning(st.State) && o.Now.Sub(since) >= cfg.RedisUnreachableGrace) ||
 			(st.State == store.StateStarting && startingTooLong) {
-			d.Transition = &transition{To: store.StateWaitingCapacity, From: store.RunningAndStartingOnly}
+			d.Transition = &transition{To: store.StateWaitingCapacity, From: waitingCapacityFrom}
 		} else if store.IsRunning(st.State) {
 			d.after(since.Add(cfg.RedisUnreachableGrace).Sub(o.Now))
 		} else if st.State == store.StateStarting {
@@ -249,17 +254,17 @@ func (d *decision) running(o observed, cfg Config) {
 			// Wait for every WACZ to be recorded and every done crawler to
 			// exit; the poller and pod events bring us back.
 		case done > 0 && r.PagesFound == 1 && r.FilesAdded == 0:
-			d.Transition = &transition{To: store.StateFailed, From: store.RunningAndStartingStates, Finished: true, Stats: stats}
+			d.Transition = &transition{To: store.StateFailed, From: store.ActiveStates, Finished: true, Stats: stats}
 		case done > 0:
 			state := store.StatePartialComplete
 			if r.PagesDone > 0 && r.PagesDone >= r.PagesFound {
 				state = store.StateComplete
 			}
-			d.Transition = &transition{To: state, From: store.RunningAndStartingStates, Finished: true, Stats: stats}
+			d.Transition = &transition{To: state, From: store.ActiveStates, Finished: true, Stats: stats}
 		case stopping && r.PagesDone == 0:
-			d.Transition = &transition{To: store.StateCanceled, From: store.RunningAndStartingStates, Finished: true, Stats: stats}
+			d.Transition = &transition{To: store.StateCanceled, From: store.ActiveStates, Finished: true, Stats: stats}
 		default:
-			d.Transition = &transition{To: store.StateFailed, From: store.RunningAndStartingStates, Finished: true, Stats: stats}
+			d.Transition = &transition{To: store.StateFailed, From: store.ActiveStates, Finished: true, Stats: stats}
 		}
 		return
 	}

@@ -367,7 +367,7 @@ func TestSyncReportsPodUsage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f.c.usage = newUsageWatcher(metricsAPI{mc}, f.c.cfg, f.clock, f.c.log, f.c.usageMoved)
+	f.c.usage = newUsageWatcher(metricsAPI{mc}, f.c.cfg, f.clock, f.c.log, f.c.enqueuePodOwner)
 	ctx := context.Background()
 	key := "crawlers/" + cj.Name
 	drain := func() []string {

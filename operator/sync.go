@@ -66,7 +66,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	var errs []error
 	if d.Transition != nil {
-		if err := c.transition(ctx, cj, &d, o.Crawlers); err != nil {
+		if err := c.recordTransition(ctx, cj, &d, o.Crawlers); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -184,15 +184,15 @@ func (c *Controller) observe(ctx context.Context, key string, cj *trawlerv1.Craw
 
 	state := cj.Status.State
 	if cj.DeletionTimestamp == nil && (state == "" || state == store.StateStarting || state == store.StateWaitingOrgLimit) {
-		if o.OrgSlotFree, err = c.orgSlotFree(ctx, cj); err != nil {
+		if o.OrgSlotFree, err = c.orgLimitAllows(ctx, cj); err != nil {
 			return o, err
 		}
 	}
 	return o, nil
 }
 
-// orgSlotFree applies the org's maxConcurrentCrawls quota.
-func (c *Controller) orgSlotFree(ctx context.Context, cj *trawlerv1.CrawlJob) (bool, error) {
+// orgLimitAllows applies the org's maxConcurrentCrawls quota.
+func (c *Controller) orgLimitAllows(ctx context.Context, cj *trawlerv1.CrawlJob) (bool, error) {
 	oid, err := uuid.Parse(cj.Spec.OID)
 	if err != nil {
 		return true, nil // no org to limit by
@@ -239,9 +239,9 @@ func (c *Controller) orgQuota(ctx context.Context, oid uuid.UUID) (int, error) {
 	return org.Quotas.MaxConcurrentCrawls, nil
 }
 
-// transition applies decide's state change to the crawl document and
+// recordTransition applies decide's state change to the crawl document and
 // folds the result into the status.
-func (c *Controller) transition(ctx context.Context, cj *trawlerv1.CrawlJob, d *decision, crawlers map[int]*corev1.Pod) error {
+func (c *Controller) recordTransition(ctx context.Context, cj *trawlerv1.CrawlJob, d *decision, crawlers map[int]*corev1.Pod) error {
 	t := d.Transition
 	now := c.clock.Now()
 	extra := store.CrawlStateExtra{Stats: t.Stats}
@@ -281,7 +281,7 @@ func (c *Controller) cancelOnDelete(ctx context.Context, cj *trawlerv1.CrawlJob,
 	now := c.clock.Now()
 	f := now.UTC().Truncate(time.Second)
 	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
-	changed, cur, err := c.store.SetCrawlState(sctx, cj.Spec.ID, store.StateCanceled, store.RunningAndStartingStates,
+	changed, cur, err := c.store.SetCrawlState(sctx, cj.Spec.ID, store.StateCanceled, store.ActiveStates,
 		store.CrawlStateExtra{Finished: &f})
 	cancel()
 	t := &transition{To: store.StateCanceled, Finished: true}

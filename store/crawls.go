@@ -189,7 +189,7 @@ func (m *Mongo) ListCrawls(ctx context.Context, oid uuid.UUID, f CrawlFilter) ([
 //
 // Errors: none of the store kinds.
 func (m *Mongo) ActiveCrawls(ctx context.Context, oid, cid uuid.UUID) ([]Crawl, error) {
-	filter := bson.M{"oid": oid, "cid": cid, "state": bson.M{"$in": RunningAndStartingStates}}
+	filter := bson.M{"oid": oid, "cid": cid, "state": bson.M{"$in": ActiveStates}}
 	opts := options.Find().SetProjection(bson.M{"files": 0, "errors": 0}).
 		SetSort(bson.D{{Key: "started", Value: 1}})
 	return findAll[Crawl](ctx, m.coll(collCrawls), filter, opts, "active crawls")
@@ -199,7 +199,7 @@ func (m *Mongo) ActiveCrawls(ctx context.Context, oid, cid uuid.UUID) ([]Crawl, 
 //
 // Errors: none of the store kinds.
 func (m *Mongo) CountActiveCrawls(ctx context.Context, oid uuid.UUID) (int64, error) {
-	filter := bson.M{"oid": oid, "state": bson.M{"$in": RunningAndStartingStates}}
+	filter := bson.M{"oid": oid, "state": bson.M{"$in": ActiveStates}}
 	n, err := m.coll(collCrawls).CountDocuments(ctx, filter)
 	if err != nil {
 		return 0, fmt.Errorf("counting active crawls: %w", err)

@@ -117,14 +117,14 @@ func TestListCrawls(t *testing.T) {
 		{"Uploads", store.CrawlFilter{Types: []string{store.TypeUpload}}, []string{"u1"}, 1},
 		{"Workflow", store.CrawlFilter{CID: &wfA.ID, SortBy: "started"}, []string{"c3", "c1"}, 2},
 		{"States", store.CrawlFilter{States: store.FinishedStates, SortBy: "finished"}, []string{"c1", "c2", "l1"}, 3},
-		{"Running", store.CrawlFilter{States: store.RunningAndStartingStates}, []string{"c3"}, 1},
+		{"Running", store.CrawlFilter{States: store.ActiveStates}, []string{"c3"}, 1},
 		{"FileSize", store.CrawlFilter{SortBy: "fileSize", States: store.FinishedStates}, []string{"c1", "c2", "l1"}, 3},
 		{"FirstSeed", store.CrawlFilter{FirstSeed: ptr("https://b.example/")}, []string{"c2"}, 1},
 		{"Name", store.CrawlFilter{Name: ptr("A"), SortBy: "started"}, []string{"c3", "c1"}, 2},
 		{"Description", store.CrawlFilter{Description: ptr("d")}, []string{"c2"}, 1},
 		{"Collection", store.CrawlFilter{CollectionID: &coll}, []string{"c2"}, 1},
 		{"User", store.CrawlFilter{UserID: &wfB.CreatedBy}, []string{"c2"}, 1},
-		{"AllOrgs", store.CrawlFilter{AllOrgs: true, States: store.RunningAndStartingStates, SortBy: "started"}, []string{"c3", "o1"}, 2},
+		{"AllOrgs", store.CrawlFilter{AllOrgs: true, States: store.ActiveStates, SortBy: "started"}, []string{"c3", "o1"}, 2},
 		{"Page2", store.CrawlFilter{SortBy: "started", SortDirection: 1, Paging: store.Paging{Page: 2, PageSize: 3}}, []string{"c3"}, 4},
 	}
 	for _, tt := range tests {

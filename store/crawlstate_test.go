@@ -33,7 +33,7 @@ func TestSetCrawlState(t *testing.T) {
 		{"OKSameStateAgain", store.StateRunning, store.RunningStates, store.CrawlStateExtra{}, true, store.StateRunning},
 		{"NotAllowedAdoptsStored", store.StateWaitingOrgLimit, []string{store.StateStarting}, store.CrawlStateExtra{}, false, store.StateRunning},
 		{"OKComplete", store.StateComplete, store.RunningStates, store.CrawlStateExtra{Finished: &at, Stats: stats}, true, store.StateComplete},
-		{"LostRaceAfterFinish", store.StateCanceled, store.RunningAndStartingStates, store.CrawlStateExtra{Finished: &at}, false, store.StateComplete},
+		{"LostRaceAfterFinish", store.StateCanceled, store.ActiveStates, store.CrawlStateExtra{Finished: &at}, false, store.StateComplete},
 		{"AnyFromEmptyAllowed", store.StateComplete, nil, store.CrawlStateExtra{}, true, store.StateComplete},
 	}
 	for _, tt := range tests {

@@ -79,7 +79,7 @@ func finish(t testing.TB, m *store.Mongo, id, state string, at time.Time, sizes 
 			t.Fatal(err)
 		}
 	}
-	allowed := store.RunningAndStartingStates
+	allowed := store.ActiveStates
 	ok, cur, err := m.SetCrawlState(ctx, id, state, allowed, store.CrawlStateExtra{Finished: &at})
 	if err != nil || !ok {
 		t.Fatalf("finishing %s as %s: ok=%v state=%v err=%v", id, state, ok, cur, err)

@@ -24,14 +24,12 @@ var (
 	RunningStates    = []string{StateRunning, StatePendingWait, StateGenerateWACZ, StateUploadingWACZ}
 	FailedStates     = []string{StateCanceled, StateFailed}
 	SuccessfulStates = []string{StateComplete, StatePartialComplete}
-	// RunningAndStartingStates are all states of a crawl that has not ended.
-	RunningAndStartingStates = slices.Concat(StartingStates, RunningStates)
-	// RunningAndStartingOnly excludes the two waiting states.
-	RunningAndStartingOnly = slices.Concat([]string{StateStarting}, RunningStates)
+	// ActiveStates are all states of a crawl that has not ended.
+	ActiveStates = slices.Concat(StartingStates, RunningStates)
 	// FinishedStates are the terminal states.
 	FinishedStates = slices.Concat(FailedStates, SuccessfulStates)
 	// AllStates lists every state.
-	AllStates = slices.Concat(RunningAndStartingStates, FinishedStates)
+	AllStates = slices.Concat(ActiveStates, FinishedStates)
 )
 
 // IsFinished reports whether state is terminal.
@@ -44,4 +42,4 @@ func IsSuccessful(state string) bool { return slices.Contains(SuccessfulStates, 
 func IsRunning(state string) bool { return slices.Contains(RunningStates, state) }
 
 // IsActive reports whether a crawl in state has not ended yet.
-func IsActive(state string) bool { return slices.Contains(RunningAndStartingStates, state) }
+func IsActive(state string) bool { return slices.Contains(ActiveStates, state) }

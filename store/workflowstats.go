@@ -53,7 +53,7 @@ func (m *Mongo) workflowStats(ctx context.Context, cid uuid.UUID) (bson.M, error
 		"totalSize":            size,
 	}
 
-	active, err := m.latestCrawl(ctx, cid, RunningAndStartingStates, "started")
+	active, err := m.latestCrawl(ctx, cid, ActiveStates, "started")
 	if err != nil {
 		return nil, err
 	}
