@@ -232,28 +232,32 @@ func (c *Controller) HasSynced() bool {
 	return true
 }
 
-// worker processes keys until the queue shuts down: errors are retried
-// with rate limiting, success forgets the key's failures.
+// worker processes keys until the queue shuts down.
 func (c *Controller) worker(q workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) func(context.Context) {
 	return func(ctx context.Context) {
-		for {
-			key, quit := q.Get()
-			if quit {
-				return
-			}
-			err := sync(ctx, key)
-			switch {
-			case err == nil:
-				q.Forget(key)
-			case ctx.Err() != nil:
-				q.Forget(key)
-			default:
-				c.log.Warn("sync failed, will retry", "key", key, "attempt", q.NumRequeues(key)+1, "err", err)
-				q.AddRateLimited(key)
-			}
-			q.Done(key)
+		for c.processNextItem(ctx, q, sync) {
 		}
 	}
+}
+
+// processNextItem syncs one key and reports false once the queue shuts
+// down: errors are retried with rate limiting, success forgets the key's
+// failures. Done is deferred, so a panicking sync still releases the key.
+func (c *Controller) processNextItem(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) bool {
+	key, quit := q.Get()
+	if quit {
+		return false
+	}
+	defer q.Done(key)
+	err := sync(ctx, key)
+	switch {
+	case err == nil, ctx.Err() != nil:
+		q.Forget(key)
+	default:
+		c.log.Warn("sync failed, will retry", "key", key, "attempt", q.NumRequeues(key)+1, "err", err)
+		q.AddRateLimited(key)
+	}
+	return true
 }
 
 // jobHandler enqueues CrawlJobs or ProfileJobs on every change; resyncs

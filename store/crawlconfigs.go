@@ -2,14 +2,11 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
@@ -48,11 +45,6 @@ type CrawlConfigUpdate struct {
 	Scale                 Maybe[int]
 	CrawlFilenameTemplate Maybe[string]
 	Config                Maybe[RawCrawlConfig]
-
-	// IfRev, when set, makes the update a compare-and-set on rev: it
-	// applies only if the workflow is still at that revision (the one the
-	// caller compared against when detecting changes).
-	IfRev Maybe[int]
 
 	Modified   time.Time
 	ModifiedBy uuid.UUID
@@ -155,32 +147,16 @@ func (m *Mongo) ListCrawlConfigs(ctx context.Context, oid uuid.UUID, f CrawlConf
 // writes leaves at worst an extra revision, never a lost one.
 //
 // Errors: NotFound("crawl_config_not_found") if cid is missing, inactive or
-// in another org; Conflict("crawl_config_changed") if IfRev is set and the
-// workflow is at another revision.
+// in another org.
 func (m *Mongo) UpdateCrawlConfig(ctx context.Context, oid, cid uuid.UUID, upd CrawlConfigUpdate, rev *ConfigRevision) (*CrawlConfig, error) {
-	active := bson.M{"_id": cid, "oid": oid, "inactive": bson.M{"$ne": true}}
-	filter := maps.Clone(active)
-	if upd.IfRev.Set {
-		filter["rev"] = upd.IfRev.Value
-	}
-	// Why no match: missing/inactive, or (with IfRev) a lost race.
-	missed := func() error {
-		n, err := m.coll(collConfigs).CountDocuments(ctx, active)
-		switch {
-		case err != nil:
-			return fmt.Errorf("finding crawl config: %w", err)
-		case n == 0:
-			return errConfigNotFound
-		}
-		return Conflict("crawl_config_changed")
-	}
+	filter := bson.M{"_id": cid, "oid": oid, "inactive": bson.M{"$ne": true}}
 	if rev != nil {
 		n, err := m.coll(collConfigs).CountDocuments(ctx, filter)
 		if err != nil {
 			return nil, fmt.Errorf("finding crawl config: %w", err)
 		}
 		if n == 0 {
-			return nil, missed()
+			return nil, errConfigNotFound
 		}
 		if err := m.insertRevision(ctx, rev); err != nil {
 			return nil, err
@@ -205,11 +181,8 @@ func (m *Mongo) UpdateCrawlConfig(ctx context.Context, oid, cid uuid.UUID, upd C
 	err := m.coll(collConfigs).FindOneAndUpdate(ctx, filter,
 		bson.M{"$set": set, "$inc": bson.M{"rev": 1}},
 		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&c)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return nil, missed()
-	}
 	if err != nil {
-		return nil, fmt.Errorf("updating crawl config: %w", err)
+		return nil, notFoundOr(err, errConfigNotFound, "updating crawl config")
 	}
 	return &c, nil
 }

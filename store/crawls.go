@@ -195,18 +195,6 @@ func (m *Mongo) ActiveCrawls(ctx context.Context, oid, cid uuid.UUID) ([]Crawl, 
 	return findAll[Crawl](ctx, m.coll(collCrawls), filter, opts, "active crawls")
 }
 
-// CountActiveCrawls counts the org's crawls that have not ended.
-//
-// Errors: none of the store kinds.
-func (m *Mongo) CountActiveCrawls(ctx context.Context, oid uuid.UUID) (int64, error) {
-	filter := bson.M{"oid": oid, "state": bson.M{"$in": ActiveStates}}
-	n, err := m.coll(collCrawls).CountDocuments(ctx, filter)
-	if err != nil {
-		return 0, fmt.Errorf("counting active crawls: %w", err)
-	}
-	return n, nil
-}
-
 // UpdateCrawl changes the user-editable fields set in upd.
 //
 // Errors: Invalid("no_update_data") if upd sets nothing;

@@ -117,17 +117,13 @@ func TestOrgs(t *testing.T) {
 			t.Fatalf("after removal: %v, %v", orgs, err)
 		}
 	})
-	t.Run("QuotasAndWebhooks", func(t *testing.T) {
+	t.Run("Quotas", func(t *testing.T) {
 		q := store.OrgQuotas{MaxConcurrentCrawls: 2, MaxPagesPerCrawl: 100, StorageQuota: 10}
 		if err := m.SetOrgQuotas(ctx, a.ID, q); err != nil {
 			t.Fatal(err)
 		}
-		urls := map[string]string{"crawlFinished": "http://hook/"}
-		if err := m.SetOrgWebhooks(ctx, a.ID, urls, "https://trawler.example"); err != nil {
-			t.Fatal(err)
-		}
 		got, err := m.GetOrg(ctx, a.ID)
-		if err != nil || got.Quotas != q || got.WebhookURLs["crawlFinished"] != "http://hook/" || got.Origin != "https://trawler.example" {
+		if err != nil || got.Quotas != q {
 			t.Fatalf("got %+v, %v", got, err)
 		}
 		if got.StorageQuotaReached() {
