@@ -1,11 +1,15 @@
 // Package operator turns each CrawlJob into crawler pods, their PVCs and a
 // per-crawl Redis pod, and each ProfileJob into one browser pod. It is a
 // plain client-go controller in the sample-controller shape: informers feed
-// one rate-limited workqueue, handlers only enqueue the owning CrawlJob, and
-// one sync per CrawlJob reads as named steps. Desired children and the
-// status are computed by pure functions (desired.go, status.go); a
-// per-crawl poller reads the crawl's Redis on a short timer so a crawler's
-// change reaches the status within a second, without ever blocking a worker.
+// two rate-limited workqueues (CrawlJobs and ProfileJobs), handlers only
+// enqueue the owning job, and one sync per CrawlJob (sync.go) reads as
+// named steps. What a CrawlJob should have and show is decided by pure
+// functions: decide.go (state, scale, what to assert in Redis), desired.go
+// (the child pods and PVCs) and status.go (pod views, conditions); apply.go
+// converges the children. A per-crawl poller (poller.go) reads the crawl's
+// Redis on a short timer so a crawler's change reaches the status within a
+// second, without ever blocking a worker; finish.go runs the post-crawl
+// tasks.
 //
 // The crawl document in MongoDB is the source of truth for the crawl state;
 // the operator moves it with compare-and-set transitions through the

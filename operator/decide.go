@@ -83,8 +83,9 @@ type decision struct {
 	Problems []string
 }
 
-// decide is the whole reconcile logic of a CrawlJob that is not being
-// deleted, as a pure function of what was observed.
+// decide is the whole reconcile logic of a CrawlJob, as a pure function of
+// what was observed. A deleted job comes here once sync has canceled it
+// (its status then says finished), and decide tears it down.
 func decide(o observed, cfg Config) decision {
 	cj := o.Job
 	d := decision{Status: *cj.Status.DeepCopy()}

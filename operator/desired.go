@@ -20,8 +20,29 @@ const (
 	browserSubdomain = "browser"
 )
 
-// childPlan says which children a CrawlJob should have right now. The
-// decision (status.go) fills it; desiredChildren renders it.
+// The crawler's liveness probe: a browser may be busy for minutes on one
+// page, so only a long silence counts.
+const (
+	livenessInitialDelaySeconds = 15
+	livenessPeriodSeconds       = 120
+	livenessFailureThreshold    = 3
+)
+
+// redisGraceSeconds is the Redis pod's termination grace: its data is on
+// the PVC (append-only file), so it needs no long shutdown.
+const redisGraceSeconds = 10
+
+// unreachableTolerationSeconds is how long crawl pods stay on a node that
+// stopped answering before they are evicted, so a short network blip does
+// not restart a crawl.
+const unreachableTolerationSeconds = 300
+
+// defaultSocksPort is the port of the SOCKS proxy when only its host is
+// configured (Tor's).
+const defaultSocksPort = 9050
+
+// childPlan says which children a CrawlJob should have right now. decide
+// (decide.go) fills it; desiredChildren renders it.
 type childPlan struct {
 	// CrawlerPVCs and CrawlerPods are the instance indices to render.
 	CrawlerPVCs []int
@@ -144,9 +165,9 @@ func crawlerPod(cj *trawlerv1.CrawlJob, cfg Config, i int) *corev1.Pod {
 		container.LivenessProbe = &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 				Path: "/healthz", Port: intstr.FromInt32(int32(cfg.CrawlerLivenessPort))}},
-			InitialDelaySeconds: 15,
-			PeriodSeconds:       120,
-			FailureThreshold:    3,
+			InitialDelaySeconds: livenessInitialDelaySeconds,
+			PeriodSeconds:       livenessPeriodSeconds,
+			FailureThreshold:    livenessFailureThreshold,
 		}
 	}
 	grace := cfg.TerminationGraceSeconds
@@ -180,7 +201,7 @@ func crawlerPod(cj *trawlerv1.CrawlJob, cfg Config, i int) *corev1.Pod {
 // (append-only file), so the pod can be paused and recreated freely.
 func redisPod(cj *trawlerv1.CrawlJob, cfg Config) *corev1.Pod {
 	name := k8s.RedisName(cj.Spec.ID)
-	grace := int64(10)
+	grace := int64(redisGraceSeconds)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
@@ -254,12 +275,12 @@ func affinity(nodeType, crawlID string) *corev1.Affinity {
 }
 
 // tolerations let crawl pods onto dedicated crawling nodes and keep them
-// five minutes on a node that stops answering.
+// a while on a node that stops answering.
 func tolerations() []corev1.Toleration {
-	five := int64(300)
+	wait := int64(unreachableTolerationSeconds)
 	return []corev1.Toleration{
 		{Key: "nodeType", Operator: corev1.TolerationOpEqual, Value: "crawling", Effect: corev1.TaintEffectNoSchedule},
-		{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &five},
-		{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &five},
+		{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &wait},
+		{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &wait},
 	}
 }

@@ -151,7 +151,7 @@ func (in *ingester) file(ctx context.Context, raw string) error {
 	return nil
 }
 
-// errors records the snapshot's oldest error lines and trims them.
+// errorLines records the snapshot's oldest error lines and trims them.
 func (in *ingester) errorLines(ctx context.Context, c *redis.Client, s snapshot) error {
 	if len(s.Errors) == 0 {
 		return nil

@@ -90,7 +90,7 @@ func browserPod(pj *trawlerv1.ProfileJob, cfg Config) *corev1.Pod {
 	if cfg.SocksProxyHost != "" {
 		port := cfg.SocksProxyPort
 		if port == 0 {
-			port = 9050
+			port = defaultSocksPort
 		}
 		env = append(env, corev1.EnvVar{Name: "CHROME_FLAGS",
 			Value: "--proxy-server=socks5://" + cfg.SocksProxyHost + ":" + strconv.Itoa(port)})
