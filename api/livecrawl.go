@@ -3,16 +3,15 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/trawlerhq/trawler/crawlredis"
+	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -35,14 +34,9 @@ func newLiveCrawls(ns, domain string, dial func(ctx context.Context, network, ad
 	return &liveCrawls{namespace: ns, clusterDomain: domain, dial: dial}
 }
 
-// url is the crawl's Redis, as the operator and crawler reach it.
-func (l *liveCrawls) url(crawlID string) string {
-	return fmt.Sprintf("redis://redis-%s.redis.%s.svc.%s/0", crawlID, l.namespace, l.clusterDomain)
-}
-
 // with runs fn on a short-lived client of the crawl's Redis.
 func (l *liveCrawls) with(ctx context.Context, crawlID string, fn func(ctx context.Context, r *redis.Client) error) error {
-	opts, err := redis.ParseURL(l.url(crawlID))
+	opts, err := redis.ParseURL(k8s.RedisURL(crawlID, l.namespace, l.clusterDomain))
 	if err != nil {
 		return fmt.Errorf("parsing redis url: %w", err)
 	}
@@ -58,52 +52,26 @@ func (l *liveCrawls) with(ctx context.Context, crawlID string, fn func(ctx conte
 	return nil
 }
 
-// isWrongType reports a Redis WRONGTYPE reply: older crawlers keep some
-// keys as lists.
-func isWrongType(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") }
-
 // stats reads found, done and size as the operator does.
 func (l *liveCrawls) stats(ctx context.Context, crawlID string) (*store.CrawlStats, error) {
-	var st store.CrawlStats
+	var st crawlredis.Stats
 	err := l.with(ctx, crawlID, func(ctx context.Context, r *redis.Client) error {
 		var err error
-		if st.Found, err = r.SCard(ctx, crawlID+":s").Result(); err != nil {
-			return err
-		}
-		done, err := r.Get(ctx, crawlID+":d").Result()
-		switch {
-		case errors.Is(err, redis.Nil):
-		case isWrongType(err):
-			if st.Done, err = r.LLen(ctx, crawlID+":d").Result(); err != nil {
-				return err
-			}
-		case err != nil:
-			return err
-		default:
-			st.Done, _ = strconv.ParseInt(done, 10, 64)
-		}
-		sizes, err := r.HVals(ctx, crawlID+":size").Result()
-		if err != nil {
-			return err
-		}
-		for _, v := range sizes {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			st.Size += n
-		}
-		return nil
+		st, err = crawlredis.ReadStats(ctx, r, crawlID)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &st, nil
+	return &store.CrawlStats{Found: st.Found, Done: st.Done, Size: st.Size}, nil
 }
 
 // queuePage returns the queue's length and the entries [offset,
 // offset+count) in crawl order, as raw JSON members.
 func queuePage(ctx context.Context, r *redis.Client, crawlID string, offset, count int64) (int64, []string, error) {
-	key := crawlID + ":q"
+	key := crawlredis.Keys(crawlID).Queue()
 	total, err := r.ZCard(ctx, key).Result()
-	if isWrongType(err) {
+	if crawlredis.IsWrongType(err) {
 		// crawler <= 0.9 queue: a list consumed from the right.
 		if total, err = r.LLen(ctx, key).Result(); err != nil {
 			return 0, nil, err
@@ -203,15 +171,16 @@ func (l *liveCrawls) removeMatching(ctx context.Context, crawlID string, re *reg
 			return err
 		}
 		// Removing while scanning would shift the pages; remove after.
+		k := crawlredis.Keys(crawlID)
 		for _, m := range matched {
-			err := r.ZRem(ctx, crawlID+":q", m).Err()
-			if isWrongType(err) {
-				err = r.LRem(ctx, crawlID+":q", 1, m).Err()
+			err := r.ZRem(ctx, k.Queue(), m).Err()
+			if crawlredis.IsWrongType(err) {
+				err = r.LRem(ctx, k.Queue(), 1, m).Err()
 			}
 			if err != nil {
 				return err
 			}
-			if err := r.SRem(ctx, crawlID+":s", memberURL(m)).Err(); err != nil {
+			if err := r.SRem(ctx, k.Seen(), memberURL(m)).Err(); err != nil {
 				return err
 			}
 		}

@@ -68,6 +68,20 @@ func CrawlerName(crawlID string, i int) string {
 // RedisName is the name of a crawl's Redis pod and PVC, and its hostname.
 func RedisName(crawlID string) string { return "redis-" + crawlID }
 
+// Subdomains of crawl pods: the headless Services (the Helm chart creates
+// them) that give pods stable DNS names through hostname + subdomain.
+const (
+	CrawlerSubdomain = "crawler"
+	RedisSubdomain   = "redis"
+	BrowserSubdomain = "browser"
+)
+
+// RedisURL is the URL of a crawl's Redis, by which crawlers, the operator
+// and the API all reach it: its pod's DNS name in the crawler namespace.
+func RedisURL(crawlID, namespace, clusterDomain string) string {
+	return fmt.Sprintf("redis://%s.%s.%s.svc.%s/0", RedisName(crawlID), RedisSubdomain, namespace, clusterDomain)
+}
+
 // ProfileJobName is the name of the ProfileJob of a profile browser.
 func ProfileJobName(browserID string) string { return "profilejob-" + browserID }
 

@@ -18,7 +18,6 @@ package operator
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"time"
 
@@ -225,11 +224,6 @@ func (c Config) crawlerResources() (cpu, mem resource.Quantity) {
 		mem = *resource.NewQuantity(c.CrawlerMemoryBase.Value()+n*c.CrawlerExtraMemory.Value(), resource.BinarySI)
 	}
 	return cpu, mem
-}
-
-// RedisURL is the URL of a crawl's Redis, as crawlers and the API use it.
-func (c Config) RedisURL(crawlID string) string {
-	return fmt.Sprintf("redis://%s.redis.%s.svc.%s/0", k8s.RedisName(crawlID), c.Namespace, c.ClusterDomain)
 }
 
 // RestConfig returns a copy of base with the operator's client rate

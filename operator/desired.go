@@ -8,16 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/trawlerhq/trawler/crawlredis"
 	"github.com/trawlerhq/trawler/k8s"
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
-)
-
-// Names of the headless Services that give pods stable DNS through
-// hostname + subdomain (the chart creates them).
-const (
-	crawlerSubdomain = "crawler"
-	redisSubdomain   = "redis"
-	browserSubdomain = "browser"
 )
 
 // The crawler's liveness probe: a browser may be busy for minutes on one
@@ -123,7 +116,7 @@ func newPVC(cj *trawlerv1.CrawlJob, name, role string, size resource.Quantity, c
 func crawlerPod(cj *trawlerv1.CrawlJob, cfg Config, i int) *corev1.Pod {
 	id := cj.Spec.ID
 	name := k8s.CrawlerName(id, i)
-	redisURL := cfg.RedisURL(id)
+	redisURL := k8s.RedisURL(id, cfg.Namespace, cfg.ClusterDomain)
 	cpu, mem := cfg.crawlerResources()
 
 	command := []string{"crawl", "--config", "/tmp/crawl-config.json", "--redisStoreUrl", redisURL}
@@ -132,7 +125,7 @@ func crawlerPod(cj *trawlerv1.CrawlJob, cfg Config, i int) *corev1.Pod {
 	}
 	env := []corev1.EnvVar{
 		{Name: "CRAWL_ID", Value: id},
-		{Name: "WEBHOOK_URL", Value: redisURL + "/crawls-done"},
+		{Name: "WEBHOOK_URL", Value: redisURL + "/" + crawlredis.CrawlsDone},
 		{Name: "STORE_PATH", Value: cj.Spec.StoragePath},
 		{Name: "STORE_FILENAME", Value: cj.Spec.StoreFilename},
 		{Name: "STORE_USER", Value: cj.Spec.UserID},
@@ -180,7 +173,7 @@ func crawlerPod(cj *trawlerv1.CrawlJob, cfg Config, i int) *corev1.Pod {
 		},
 		Spec: corev1.PodSpec{
 			Hostname:                      name,
-			Subdomain:                     crawlerSubdomain,
+			Subdomain:                     k8s.CrawlerSubdomain,
 			PriorityClassName:             k8s.PriorityClassName(i),
 			RestartPolicy:                 corev1.RestartPolicyOnFailure,
 			TerminationGracePeriodSeconds: &grace,
@@ -211,7 +204,7 @@ func redisPod(cj *trawlerv1.CrawlJob, cfg Config) *corev1.Pod {
 		},
 		Spec: corev1.PodSpec{
 			Hostname:                      name,
-			Subdomain:                     redisSubdomain,
+			Subdomain:                     k8s.RedisSubdomain,
 			TerminationGracePeriodSeconds: &grace,
 			Affinity:                      affinity(cfg.RedisNodeType, cj.Spec.ID),
 			Tolerations:                   tolerations(),

@@ -109,7 +109,7 @@ func browserPod(pj *trawlerv1.ProfileJob, cfg Config) *corev1.Pod {
 		},
 		Spec: corev1.PodSpec{
 			Hostname:      name,
-			Subdomain:     browserSubdomain,
+			Subdomain:     k8s.BrowserSubdomain,
 			RestartPolicy: corev1.RestartPolicyOnFailure,
 			Affinity:      affinity(cfg.CrawlerNodeType, ""),
 			Tolerations:   tolerations(),

@@ -2,24 +2,16 @@ package operator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
-)
 
-// Redis keys of the crawler protocol (crawler 0.11) and the operator's own.
-const (
-	keyCrawlsDone = "crawls-done"
-	keyLegacyStop = "crawl-stop"
-	// keyErrorsIngested counts the <id>:e lines already recorded in MongoDB
-	// and trimmed; it is the seq of the next batch.
-	keyErrorsIngested = "errors-ingested"
+	"github.com/trawlerhq/trawler/crawlredis"
+	"github.com/trawlerhq/trawler/k8s"
 )
 
 // batchSize bounds the crawls-done messages and error lines handled per
@@ -30,7 +22,7 @@ const batchSize = 100
 // timeouts and no retries: a slow or absent Redis fails fast and the
 // caller decides when to try again.
 func newRedisClient(cfg Config, crawlID string) (*redis.Client, error) {
-	opts, err := redis.ParseURL(cfg.RedisURL(crawlID))
+	opts, err := redis.ParseURL(k8s.RedisURL(crawlID, cfg.Namespace, cfg.ClusterDomain))
 	if err != nil {
 		return nil, fmt.Errorf("parsing redis url: %w", err)
 	}
@@ -56,11 +48,6 @@ func newRedisClient(cfg Config, crawlID string) (*redis.Client, error) {
 	return redis.NewClient(opts), nil
 }
 
-// crawlKeys names the crawler's keys of one crawl.
-type crawlKeys string
-
-func (k crawlKeys) key(suffix string) string { return string(k) + ":" + suffix }
-
 // snapshot is one pipelined read of a crawl's Redis.
 type snapshot struct {
 	Statuses   map[string]string
@@ -80,56 +67,44 @@ type snapshot struct {
 // readAndControl asserts the control keys and reads the crawl's state in
 // one round trip. Writes come first, so the read reflects them.
 func readAndControl(ctx context.Context, c *redis.Client, id string, ctl redisControl) (snapshot, error) {
-	k := crawlKeys(id)
+	k := crawlredis.Keys(id)
 	pipe := c.Pipeline()
 	if ctl.Stopping {
-		pipe.Set(ctx, k.key("stopping"), "1", 0)
-		pipe.Set(ctx, keyLegacyStop, "1", 0)
+		pipe.Set(ctx, k.Stopping(), "1", 0)
+		pipe.Set(ctx, crawlredis.LegacyStop, "1", 0)
 	}
 	for _, name := range slices.Sorted(maps.Keys(ctl.StopOne)) {
 		if ctl.StopOne[name] {
-			pipe.HSet(ctx, k.key("stopone"), name, "1")
+			pipe.HSet(ctx, k.StopOne(), name, "1")
 		} else {
-			pipe.HDel(ctx, k.key("stopone"), name)
+			pipe.HDel(ctx, k.StopOne(), name)
 		}
 	}
 	for _, name := range ctl.Cleanup {
-		pipe.HDel(ctx, k.key("stopone"), name)
-		pipe.HDel(ctx, k.key("status"), name)
+		pipe.HDel(ctx, k.StopOne(), name)
+		pipe.HDel(ctx, k.Status(), name)
 	}
-	statuses := pipe.HGetAll(ctx, k.key("status"))
-	stopone := pipe.HGetAll(ctx, k.key("stopone"))
-	done := pipe.Get(ctx, k.key("d"))
-	found := pipe.SCard(ctx, k.key("s"))
-	sizes := pipe.HVals(ctx, k.key("size"))
-	doneList := pipe.LRange(ctx, keyCrawlsDone, 0, batchSize-1)
-	doneLen := pipe.LLen(ctx, keyCrawlsDone)
-	errLines := pipe.LRange(ctx, k.key("e"), -batchSize, -1)
-	errSeq := pipe.Get(ctx, keyErrorsIngested)
-	_, err := pipe.Exec(ctx)
-	if err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
+	statuses := pipe.HGetAll(ctx, k.Status())
+	stopone := pipe.HGetAll(ctx, k.StopOne())
+	stats := crawlredis.QueueStats(ctx, pipe, id)
+	doneList := pipe.LRange(ctx, crawlredis.CrawlsDone, 0, batchSize-1)
+	doneLen := pipe.LLen(ctx, crawlredis.CrawlsDone)
+	errLines := pipe.LRange(ctx, k.Errors(), -batchSize, -1)
+	errSeq := pipe.Get(ctx, crawlredis.ErrorsIngested)
+	if _, err := pipe.Exec(ctx); err != nil && !crawlredis.IsMissingOrWrongType(err) {
 		return snapshot{}, fmt.Errorf("reading crawl state: %w", err)
 	}
 
-	s := snapshot{Statuses: statuses.Val(), StopOne: map[string]bool{}, PagesFound: found.Val(),
-		Done: doneList.Val(), DoneLen: doneLen.Val()}
+	st, err := stats.Result(ctx, c)
+	if err != nil {
+		return snapshot{}, err
+	}
+	s := snapshot{Statuses: statuses.Val(), StopOne: map[string]bool{}, PagesFound: st.Found,
+		PagesDone: st.Done, Size: st.Size, Done: doneList.Val(), DoneLen: doneLen.Val()}
 	for name, v := range stopone.Val() {
 		if v == "1" {
 			s.StopOne[name] = true
 		}
-	}
-	switch {
-	case isWrongType(done.Err()):
-		// Crawlers before 0.10 kept a list of done pages.
-		if s.PagesDone, err = c.LLen(ctx, k.key("d")).Result(); err != nil {
-			return snapshot{}, fmt.Errorf("reading pages done: %w", err)
-		}
-	case done.Err() == nil:
-		s.PagesDone, _ = strconv.ParseInt(done.Val(), 10, 64)
-	}
-	for _, v := range sizes.Val() {
-		n, _ := strconv.ParseInt(v, 10, 64)
-		s.Size += n
 	}
 	// LPUSH puts the newest line first: the tail holds the oldest.
 	s.Errors = errLines.Val()
@@ -140,10 +115,6 @@ func readAndControl(ctx context.Context, c *redis.Client, id string, ctl redisCo
 	return s, nil
 }
 
-func isWrongType(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE")
-}
-
 // removeDone deletes recorded crawls-done messages by value. Removing by
 // value, not by position, makes a repeated removal harmless.
 func removeDone(ctx context.Context, c *redis.Client, msgs []string) error {
@@ -152,7 +123,7 @@ func removeDone(ctx context.Context, c *redis.Client, msgs []string) error {
 	}
 	pipe := c.Pipeline()
 	for _, m := range msgs {
-		pipe.LRem(ctx, keyCrawlsDone, 1, m)
+		pipe.LRem(ctx, crawlredis.CrawlsDone, 1, m)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("removing recorded files: %w", err)
@@ -172,7 +143,7 @@ return 1
 
 // trimErrors removes n recorded error lines that started at seq.
 func trimErrors(ctx context.Context, c *redis.Client, id string, seq int64, n int) error {
-	err := trimErrorsScript.Run(ctx, c, []string{crawlKeys(id).key("e"), keyErrorsIngested}, seq, n).Err()
+	err := trimErrorsScript.Run(ctx, c, []string{crawlredis.Keys(id).Errors(), crawlredis.ErrorsIngested}, seq, n).Err()
 	if err != nil {
 		return fmt.Errorf("trimming recorded errors: %w", err)
 	}

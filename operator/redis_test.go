@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"k8s.io/utils/clock"
 
+	"github.com/trawlerhq/trawler/crawlredis"
 	"github.com/trawlerhq/trawler/sandbox"
 )
 
@@ -46,14 +47,14 @@ func doneMsg(file string, size int64) string {
 func TestReadAndControl(t *testing.T) {
 	_, cfg, c := testRedis(t)
 	ctx := context.Background()
-	k := crawlKeys(testID)
-	c.HSet(ctx, k.key("status"), name(0), "running", name(1), "done", name(2), "done")
-	c.HSet(ctx, k.key("stopone"), name(1), "1", name(2), "1")
-	c.Set(ctx, k.key("d"), "7", 0)
-	c.SAdd(ctx, k.key("s"), "a", "b", "c", "d", "e", "f", "g", "h")
-	c.HSet(ctx, k.key("size"), name(0), "1000", name(1), "234")
-	c.RPush(ctx, keyCrawlsDone, "m1", "m2")
-	c.LPush(ctx, k.key("e"), "e1", "e2", "e3") // e3 is the newest
+	k := crawlredis.Keys(testID)
+	c.HSet(ctx, k.Status(), name(0), "running", name(1), "done", name(2), "done")
+	c.HSet(ctx, k.StopOne(), name(1), "1", name(2), "1")
+	c.Set(ctx, k.Done(), "7", 0)
+	c.SAdd(ctx, k.Seen(), "a", "b", "c", "d", "e", "f", "g", "h")
+	c.HSet(ctx, k.Size(), name(0), "1000", name(1), "234")
+	c.RPush(ctx, crawlredis.CrawlsDone, "m1", "m2")
+	c.LPush(ctx, k.Errors(), "e1", "e2", "e3") // e3 is the newest
 
 	client, err := newRedisClient(cfg, testID)
 	if err != nil {
@@ -77,13 +78,13 @@ func TestReadAndControl(t *testing.T) {
 	if len(s.StopOne) != 1 || !s.StopOne[name(0)] {
 		t.Errorf("stopone %v", s.StopOne)
 	}
-	if c.Get(ctx, k.key("stopping")).Val() != "1" || c.Get(ctx, keyLegacyStop).Val() != "1" {
+	if c.Get(ctx, k.Stopping()).Val() != "1" || c.Get(ctx, crawlredis.LegacyStop).Val() != "1" {
 		t.Error("stopping not set")
 	}
 
 	// Crawlers before 0.10 kept :d as a list.
-	c.Del(ctx, k.key("d"))
-	c.RPush(ctx, k.key("d"), "x", "y")
+	c.Del(ctx, k.Done())
+	c.RPush(ctx, k.Done(), "x", "y")
 	if s, err = readAndControl(ctx, client, testID, redisControl{}); err != nil || s.PagesDone != 2 {
 		t.Errorf("list :d: done %d err %v", s.PagesDone, err)
 	}
@@ -94,13 +95,13 @@ func TestIngestIsAtLeastOnceAndIdempotent(t *testing.T) {
 	ctx := context.Background()
 	st := newMemStore()
 	st.addCrawl(testID)
-	k := crawlKeys(testID)
-	c.RPush(ctx, keyCrawlsDone,
+	k := crawlredis.Keys(testID)
+	c.RPush(ctx, crawlredis.CrawlsDone,
 		doneMsg("http://minio:9000/bucket/org1/a.wacz", 100),
 		doneMsg("http://other/x.wacz", 5),
 		"not json")
 	for i := range 5 {
-		c.LPush(ctx, k.key("e"), fmt.Sprintf("err%d", i))
+		c.LPush(ctx, k.Errors(), fmt.Sprintf("err%d", i))
 	}
 	client, _ := newRedisClient(cfg, testID)
 	defer client.Close()
@@ -142,19 +143,19 @@ func TestIngestIsAtLeastOnceAndIdempotent(t *testing.T) {
 	if e := st.errorsOf(testID); !slices.Equal(e, []string{"err0", "err1", "err2", "err3", "err4"}) {
 		t.Errorf("errors %v", e)
 	}
-	if n := c.LLen(ctx, keyCrawlsDone).Val(); n != 0 {
+	if n := c.LLen(ctx, crawlredis.CrawlsDone).Val(); n != 0 {
 		t.Errorf("crawls-done still has %d", n)
 	}
-	if n := c.LLen(ctx, k.key("e")).Val(); n != 0 || c.Get(ctx, keyErrorsIngested).Val() != "5" {
-		t.Errorf(":e has %d, ingested %s", n, c.Get(ctx, keyErrorsIngested).Val())
+	if n := c.LLen(ctx, k.Errors()).Val(); n != 0 || c.Get(ctx, crawlredis.ErrorsIngested).Val() != "5" {
+		t.Errorf(":e has %d, ingested %s", n, c.Get(ctx, crawlredis.ErrorsIngested).Val())
 	}
 
 	// A second trim of the same batch (another ingester, a replay) is refused.
-	c.LPush(ctx, k.key("e"), "late")
+	c.LPush(ctx, k.Errors(), "late")
 	if err := trimErrors(ctx, client, testID, 0, 5); err != nil {
 		t.Fatal(err)
 	}
-	if n := c.LLen(ctx, k.key("e")).Val(); n != 1 {
+	if n := c.LLen(ctx, k.Errors()).Val(); n != 1 {
 		t.Errorf("stale trim removed new lines: %d left", n)
 	}
 }
@@ -169,7 +170,7 @@ func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
 	ps := newPollers(cfg, st, clock.RealClock{}, slog.Default(), func(string) { wakes.Add(1) })
 	defer ps.stopAll()
 	cj := newJob(1)
-	k := crawlKeys(testID)
+	k := crawlredis.Keys(testID)
 	pkey := "crawlers/" + cj.Name
 
 	ps.ensure(ctx, pkey, cj, redisControl{})
@@ -184,8 +185,8 @@ func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
 	}
 
 	start := time.Now()
-	c.HSet(ctx, k.key("status"), name(0), "running")
-	c.Set(ctx, k.key("d"), "3", 0)
+	c.HSet(ctx, k.Status(), name(0), "running")
+	c.Set(ctx, k.Done(), "3", 0)
 	if !eventually(time.Second, func() bool { s := ps.get(pkey); return s.Statuses[name(0)] == "running" && s.PagesDone == 3 }) {
 		t.Fatal("change not seen")
 	}
@@ -196,7 +197,7 @@ func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
 
 	// The store goes away: the file stays pending, then is recorded.
 	st.setDown(true)
-	c.RPush(ctx, keyCrawlsDone, doneMsg("http://m/org1/b.wacz", 10))
+	c.RPush(ctx, crawlredis.CrawlsDone, doneMsg("http://m/org1/b.wacz", 10))
 	if !eventually(time.Second, func() bool { return ps.get(pkey).PendingFiles == 1 }) {
 		t.Fatal("pending file not reported")
 	}
@@ -220,7 +221,7 @@ func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
 	if !eventually(8*time.Second, func() bool { return ps.get(pkey).Reachable }) {
 		t.Fatal("recovery not reported")
 	}
-	if !eventually(time.Second, func() bool { return c.Get(ctx, k.key("stopping")).Val() == "1" }) {
+	if !eventually(time.Second, func() bool { return c.Get(ctx, k.Stopping()).Val() == "1" }) {
 		t.Error("stopping not asserted again after the restart")
 	}
 }

@@ -20,7 +20,8 @@ const slowSite = "https://example.com/?sim-pages=150&sim-page-ms=1500"
 
 // crawlRedis connects to a crawl's Redis pod the way the operator does.
 func (h *harness) crawlRedis(id string) *redis.Client {
-	opts, err := redis.ParseURL(h.config().RedisURL(id))
+	cfg := h.config()
+	opts, err := redis.ParseURL(k8s.RedisURL(id, cfg.Namespace, cfg.ClusterDomain))
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -1,0 +1,123 @@
+// Package crawlredis is the crawler's Redis protocol (browsertrix-crawler
+// 0.11, shared/spec/crawler-protocol.md §4) as trawler speaks it: the key
+// names of a crawl and the reads that both the API and the operator make.
+// It imports nothing of trawler's, so both may use it.
+package crawlredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Keys shared by every crawl in one Redis.
+const (
+	// CrawlsDone is the list crawlers push one message to per uploaded
+	// WACZ (the key of their WEBHOOK_URL).
+	CrawlsDone = "crawls-done"
+	// LegacyStop is set next to a crawl's :stopping key for crawlers
+	// before 0.10.
+	LegacyStop = "crawl-stop"
+	// ErrorsIngested is trawler's own: the number of :e lines already
+	// recorded in MongoDB and trimmed, the seq of the next batch.
+	ErrorsIngested = "errors-ingested"
+)
+
+// Keys names the crawler's keys of one crawl; its value is the crawl id,
+// which is the crawler's CRAWL_ID key prefix.
+type Keys string
+
+func (k Keys) key(suffix string) string { return string(k) + ":" + suffix }
+
+// Queue is the sorted set of queued pages (a list before crawler 0.10).
+func (k Keys) Queue() string { return k.key("q") }
+
+// Seen is the set of every URL found; its size is "pages found".
+func (k Keys) Seen() string { return k.key("s") }
+
+// Done counts finished pages (a list before crawler 0.10).
+func (k Keys) Done() string { return k.key("d") }
+
+// Size is the hash of each instance's archive size in bytes.
+func (k Keys) Size() string { return k.key("size") }
+
+// Errors is the list of error log lines, newest first.
+func (k Keys) Errors() string { return k.key("e") }
+
+// Status is the hash of each instance's status.
+func (k Keys) Status() string { return k.key("status") }
+
+// Stopping is set to "1" to stop the whole crawl.
+func (k Keys) Stopping() string { return k.key("stopping") }
+
+// StopOne is the hash of instances told to stop ("1").
+func (k Keys) StopOne() string { return k.key("stopone") }
+
+// IsWrongType reports a Redis WRONGTYPE reply: older crawlers keep some
+// keys as lists.
+func IsWrongType(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") }
+
+// IsMissingOrWrongType reports the errors a pipelined read of crawl keys
+// tolerates in its Exec: a key not written yet, or one of an older
+// crawler's types, which the reads fall back on.
+func IsMissingOrWrongType(err error) bool { return errors.Is(err, redis.Nil) || IsWrongType(err) }
+
+// Stats are a crawl's counters as the crawler keeps them.
+type Stats struct {
+	// Found is the number of URLs seen, Done the pages finished
+	// (successfully or not) and Size the bytes archived so far.
+	Found, Done, Size int64
+}
+
+// StatsRead is the read of a crawl's stats queued on a pipeline; call
+// Result after the pipeline ran.
+type StatsRead struct {
+	keys  Keys
+	found *redis.IntCmd
+	done  *redis.StringCmd
+	sizes *redis.StringSliceCmd
+}
+
+// QueueStats queues the reads of crawl id's stats on pipe.
+func QueueStats(ctx context.Context, pipe redis.Pipeliner, id string) StatsRead {
+	k := Keys(id)
+	return StatsRead{keys: k, found: pipe.SCard(ctx, k.Seen()), done: pipe.Get(ctx, k.Done()),
+		sizes: pipe.HVals(ctx, k.Size())}
+}
+
+// Result returns the stats once the pipeline ran. A :d kept as a list
+// (crawlers before 0.10) is read again on c as its length; absent keys
+// count zero.
+func (r StatsRead) Result(ctx context.Context, c redis.Cmdable) (Stats, error) {
+	st := Stats{Found: r.found.Val()}
+	switch err := r.done.Err(); {
+	case err == nil:
+		st.Done, _ = strconv.ParseInt(r.done.Val(), 10, 64)
+	case IsWrongType(err):
+		n, err := c.LLen(ctx, r.keys.Done()).Result()
+		if err != nil {
+			return Stats{}, fmt.Errorf("reading pages done: %w", err)
+		}
+		st.Done = n
+	}
+	for _, v := range r.sizes.Val() {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		st.Size += n
+	}
+	return st, nil
+}
+
+// ReadStats reads crawl id's stats in one round trip (two for a crawler
+// before 0.10).
+func ReadStats(ctx context.Context, c redis.Cmdable, id string) (Stats, error) {
+	pipe := c.Pipeline()
+	read := QueueStats(ctx, pipe, id)
+	if _, err := pipe.Exec(ctx); err != nil && !IsMissingOrWrongType(err) {
+		return Stats{}, fmt.Errorf("reading crawl stats: %w", err)
+	}
+	return read.Result(ctx, c)
+}
