@@ -100,20 +100,24 @@ func (s *Server) createCrawlConfig(c echo.Context) error {
 	ctx := c.Request().Context()
 	org, user := currentOrg(c), currentUser(c)
 	wf := toStoreCrawlConfig(&in, org.ID, user.ID, s.now())
-	if org.Quotas.MaxPagesPerCrawl > 0 {
-		wf.Config.Limit = org.Quotas.MaxPagesPerCrawl // upstream forces it, even below
-	}
+	// Upstream stores the org's page limit in the workflow too.
+	wf.Config = withPageQuota(org, wf.Config)
 	if err := s.store.CreateCrawlConfig(ctx, wf); err != nil {
 		return err
 	}
 	s.notifyWorkflowsChanged()
 	out := crawlConfigAddedOut{Added: true, ID: wf.ID, StorageQuotaReached: org.StorageQuotaReached()}
-	if in.RunNow != nil && *in.RunNow && !out.StorageQuotaReached {
-		id, err := s.startCrawl(ctx, org, wf, user.ID, true)
-		if err != nil {
-			return internal("Error starting crawl", err)
+	if in.RunNow != nil && *in.RunNow {
+		id, err := s.startIdleCrawl(ctx, org, wf, user.ID, true)
+		switch {
+		case errors.Is(err, errStorageQuotaReached):
+			// The workflow is created all the same; storageQuotaReached
+			// says why it did not run.
+		case err != nil:
+			return err
+		default:
+			out.RunNowJob = &id
 		}
-		out.RunNowJob = &id
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -41,10 +41,7 @@ func crawlID(prefix string, wf *store.CrawlConfig, started string, attempt int) 
 // crawl that the leader launches later (relaunchOrphans). The org's
 // concurrency limit is the operator's business (waiting_org_limit).
 func (s *Server) startCrawl(ctx context.Context, org *store.Org, wf *store.CrawlConfig, userID uuid.UUID, manual bool) (string, error) {
-	cfg := wf.Config
-	if org.Quotas.MaxPagesPerCrawl > 0 {
-		cfg.Limit = org.Quotas.MaxPagesPerCrawl
-	}
+	cfg := withPageQuota(org, wf.Config)
 	configJSON, err := crawlerConfigJSON(cfg)
 	if err != nil {
 		return "", fmt.Errorf("encoding crawl config: %w", err)
@@ -59,6 +56,15 @@ func (s *Server) startCrawl(ctx context.Context, org *store.Org, wf *store.Crawl
 		return "", fmt.Errorf("launching crawl %s: %w", crawl.ID, err)
 	}
 	return crawl.ID, nil
+}
+
+// withPageQuota returns cfg with the org's page limit, when it has one:
+// upstream forces it on every crawl, even where the workflow asks for fewer.
+func withPageQuota(org *store.Org, cfg store.RawCrawlConfig) store.RawCrawlConfig {
+	if org.Quotas.MaxPagesPerCrawl > 0 {
+		cfg.Limit = org.Quotas.MaxPagesPerCrawl
+	}
+	return cfg
 }
 
 // newCrawl is the crawl document of a start (spec §5.7), id still unset.
