@@ -17,7 +17,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/trawlerhq/trawler/store"
-	"github.com/trawlerhq/trawler/store/storetest"
 )
 
 const (
@@ -36,7 +35,7 @@ func BenchmarkListCrawls(b *testing.B) {
 	ctx := context.Background()
 	cid := e.createWorkflow(asCrawler, workflowBody("bench", false))["id"].(string)
 	me := e.mustJSON(asCrawler, "GET", "/api/users/me", nil, 200)
-	if _, err := storetest.SeedCrawls(ctx, e.store, e.org, uuid.MustParse(cid), uuid.MustParse(me["id"].(string)), benchCrawls); err != nil {
+	if _, err := e.store.SeedCrawls(ctx, e.org, uuid.MustParse(cid), uuid.MustParse(me["id"].(string)), benchCrawls); err != nil {
 		b.Fatal(err)
 	}
 	ts := httptest.NewServer(e.srv.Handler())
@@ -46,7 +45,7 @@ func BenchmarkListCrawls(b *testing.B) {
 		b.Run(fmt.Sprintf("pageSize=%d", size), func(b *testing.B) {
 			url := fmt.Sprintf("%s%s?pageSize=%d", ts.URL, e.orgPath("/crawls"), size)
 			viaAPI := func() error { return getOK(hc, url, e.tokens[asCrawler]) }
-			direct := directListCrawls(e.store.DB(), e.org, int64(size))
+			direct := directListCrawls(e.store.Raw(), e.org, int64(size))
 			if err := viaAPI(); err != nil { // warm up, and check the route works
 				b.Fatal(err)
 			}

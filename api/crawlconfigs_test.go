@@ -248,7 +248,7 @@ func TestRunWorkflow(t *testing.T) {
 	}
 
 	e.mustJSON(asAdmin, "POST", e.orgPath("/quotas"), map[string]any{"storageQuota": 1}, 200)
-	if _, err := e.store.DB().Collection("organizations").UpdateByID(t.Context(), e.org, map[string]any{"$set": map[string]any{"bytesStored": 5}}); err != nil {
+	if _, err := e.store.Raw().Collection("organizations").UpdateByID(t.Context(), e.org, map[string]any{"$set": map[string]any{"bytesStored": 5}}); err != nil {
 		t.Fatal(err)
 	}
 	e.wantDetail(e.do(asCrawler, "POST", run, nil), 403, "storage_quota_reached")

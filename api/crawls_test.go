@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -60,7 +61,7 @@ func TestListCrawls(t *testing.T) {
 	cidA, a := e.startCrawl(asCrawler, "A")
 	_, b := e.startCrawl(asOwner, "B")
 	// Both started this second; make A the older for the sort checks.
-	if _, err := e.store.DB().Collection("crawls").UpdateByID(t.Context(), a,
+	if _, err := e.store.Raw().Collection("crawls").UpdateByID(t.Context(), a,
 		map[string]any{"$set": map[string]any{"started": time.Now().UTC().Add(-time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestCrawlErrorsAndLogs(t *testing.T) {
 
 // seedRedis writes a running crawl's keys as the crawler would.
 func seedRedis(t *testing.T, id string, urls []string) *redis.Client {
-	r := redis.NewClient(&redis.Options{Addr: redisAddr})
+	r := redis.NewClient(&redis.Options{Addr: mongotest.RedisAddr(t)})
 	t.Cleanup(func() { r.Close() })
 	ctx := context.Background()
 	for i, u := range urls {

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -20,56 +19,26 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/trawlerhq/trawler/k8s"
-	"github.com/trawlerhq/trawler/sandbox"
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
-	"github.com/trawlerhq/trawler/store/storetest"
 )
 
-// redisAddr is the sandbox redis-server every crawl's Redis URL is dialed
-// to in these tests.
-var redisAddr string
-
 // TestMain starts one Mongo-wire server (unless MONGO_URI points at a
-// real MongoDB) and one redis-server for the package.
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "apitest-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if os.Getenv(storetest.EnvURI) == "" {
-		mongo, err := sandbox.StartMongo(ctx, dir)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "starting mongotestd:", err)
-			return 1
-		}
-		defer func() { _ = mongo.Stop(5 * time.Second) }()
-		// FerretDB serves one query at a time per client (maxPoolSize=1);
-		// queued requests of the benchmark wait longer than the driver's
-		// default 30 s.
-		os.Setenv(storetest.EnvURI, mongo.URI()+"&serverSelectionTimeoutMS=600000")
-	}
-	rdir, _ := os.MkdirTemp(dir, "redis")
-	rds, err := sandbox.StartRedis(ctx, rdir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting redis-server:", err)
-		return 1
-	}
-	defer func() { _ = rds.Stop(5 * time.Second) }()
-	redisAddr = rds.Addr()
-	return m.Run()
+// real MongoDB) and one redis-server for the package. FerretDB serves one
+// query at a time per client (maxPoolSize=1): queued requests of the
+// benchmark wait longer than the driver's default 30 s.
+func TestMain(m *testing.M) {
+	mongotest.Main(m, mongotest.Options{Redis: true, URIParams: "&serverSelectionTimeoutMS=600000"})
 }
 
 // dialRedis stands in for cluster DNS: every crawl's Redis is the
-// sandbox's redis-server.
-func dialRedis(ctx context.Context, network, _ string) (net.Conn, error) {
-	var d net.Dialer
-	return d.DialContext(ctx, network, redisAddr)
+// package's redis-server.
+func dialRedis(t testing.TB) func(ctx context.Context, network, _ string) (net.Conn, error) {
+	addr := mongotest.RedisAddr(t)
+	return func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
 }
 
 const testSecret = "test-secret"
@@ -138,7 +107,7 @@ var _ Store = (*store.Mongo)(nil)
 // and one member of each role.
 type env struct {
 	t        testing.TB
-	store    *store.Mongo
+	store    *mongotest.DB
 	srv      *Server
 	launcher *fakeLauncher
 	org      uuid.UUID // the default org
@@ -165,8 +134,8 @@ func testConfig() Config {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	e := &env{t: t, store: storetest.Open(t), launcher: &fakeLauncher{}, tokens: map[string]string{}}
-	e.srv = New(testConfig(), Deps{Store: e.store, Launcher: e.launcher, RedisDialer: dialRedis})
+	e := &env{t: t, store: mongotest.Open(t), launcher: &fakeLauncher{}, tokens: map[string]string{}}
+	e.srv = New(testConfig(), Deps{Store: e.store.Mongo, Launcher: e.launcher, RedisDialer: dialRedis(t)})
 	ctx := context.Background()
 	if err := e.srv.Bootstrap(ctx); err != nil {
 		t.Fatal(err)

@@ -85,7 +85,7 @@ func TestScheduler(t *testing.T) {
 
 	// A full org skips the tick without a record.
 	e.mustJSON(asAdmin, "POST", e.orgPath("/quotas"), map[string]any{"storageQuota": 1}, 200)
-	if _, err := e.store.DB().Collection("organizations").UpdateByID(t.Context(), e.org,
+	if _, err := e.store.Raw().Collection("organizations").UpdateByID(t.Context(), e.org,
 		map[string]any{"$set": map[string]any{"bytesStored": 5}}); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestSchedulerRescan(t *testing.T) {
 	e := newEnv(t)
 	cfg := testConfig()
 	cfg.ScheduleRescan = 300 * time.Millisecond
-	leader := New(cfg, Deps{Store: e.store, Launcher: e.launcher})
+	leader := New(cfg, Deps{Store: e.store.Mongo, Launcher: e.launcher})
 	if err := leader.Scheduler().Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

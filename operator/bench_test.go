@@ -226,7 +226,7 @@ func BenchmarkThousandRunningCrawls(b *testing.B) {
 	const n = 1000
 	h := newHarness(b)
 	jobs := h.benchJobs(n)
-	child := h.startChildOperator(h.store.DB().Name())
+	child := h.startChildOperator(h.dbName)
 	setup := time.Now()
 	h.createJobs(jobs)
 	h.waitFor("every crawl running", 15*time.Minute, func() bool {

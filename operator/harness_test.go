@@ -86,6 +86,7 @@ type harness struct {
 	kube    kubernetes.Interface
 	trawler versioned.Interface
 	store   *store.Mongo
+	dbName  string
 	launch  *k8s.Launcher
 	org     uuid.UUID
 	logs    *operator.SyncBuffer
@@ -118,7 +119,8 @@ func newHarness(t testing.TB) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.store, err = store.Open(ctx, env.MongoURI(), "op_"+strings.ReplaceAll(h.ns, "-", "_"))
+	h.dbName = "op_" + strings.ReplaceAll(h.ns, "-", "_")
+	h.store, err = store.Open(ctx, env.MongoURI(), h.dbName)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
-	"github.com/trawlerhq/trawler/store/storetest"
 )
 
 // BenchmarkListCrawls lists an org's crawls (10,000 in the store, or
@@ -31,11 +31,11 @@ func BenchmarkListCrawls(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("STORE_BENCH_CRAWLS")); err == nil && n > 0 {
 		crawls = n
 	}
-	m := storetest.Open(b)
+	m := mongotest.Open(b)
 	ctx := context.Background()
 	oid, cid := uuid.New(), uuid.New()
 	t0 := time.Now()
-	if _, err := storetest.SeedCrawls(ctx, m, oid, cid, uuid.New(), crawls); err != nil {
+	if _, err := m.SeedCrawls(ctx, oid, cid, uuid.New(), crawls); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("seeded %d crawls in %v", crawls, time.Since(t0).Round(time.Millisecond))
@@ -43,7 +43,7 @@ func BenchmarkListCrawls(b *testing.B) {
 	for _, pageSize := range []int{1000, 50} {
 		b.Run(fmt.Sprintf("store/pageSize=%d", pageSize), func(b *testing.B) {
 			f := store.CrawlFilter{Paging: store.Paging{Page: 1, PageSize: pageSize}}
-			storetest.BenchConcurrent(b, clients, func(ctx context.Context) error {
+			mongotest.BenchConcurrent(b, clients, func(ctx context.Context) error {
 				items, total, err := m.ListCrawls(ctx, oid, f)
 				if err == nil && (len(items) != min(pageSize, crawls) || total != int64(crawls)) {
 					err = fmt.Errorf("got %d items of %d", len(items), total)
@@ -52,10 +52,10 @@ func BenchmarkListCrawls(b *testing.B) {
 			})
 		})
 		b.Run(fmt.Sprintf("driver/pageSize=%d", pageSize), func(b *testing.B) {
-			coll := m.DB().Collection("crawls")
+			coll := m.Raw().Collection("crawls")
 			filter := bson.M{"type": bson.M{"$in": bson.A{store.TypeCrawl, nil}}, "oid": oid}
 			opts := options.Find().SetProjection(bson.M{"files": 0, "errors": 0}).SetLimit(int64(pageSize))
-			storetest.BenchConcurrent(b, clients, func(ctx context.Context) error {
+			mongotest.BenchConcurrent(b, clients, func(ctx context.Context) error {
 				if _, err := coll.CountDocuments(ctx, filter); err != nil {
 					return err
 				}

@@ -14,7 +14,7 @@ import (
 // writes with the filters used on MongoDB (condition kept in the filter)
 // whatever the server is, so that path also runs where no MongoDB exists.
 func TestOperatorWritesWithMongoFilters(t *testing.T) {
-	uri := os.Getenv("MONGO_URI") // set by storetest.Main in TestMain
+	uri := os.Getenv("MONGO_URI") // set by mongotest.Main in TestMain
 	if uri == "" {
 		t.Skip("no server")
 	}

@@ -12,20 +12,20 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/trawlerhq/trawler/store/storetest"
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
 )
 
 // TestConformance pins down the server behaviour the store relies on, with
 // raw driver calls, so that a FerretDB (or MongoDB) upgrade that silently
 // changes a result shows up here rather than as wrong stats.
 func TestConformance(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	n := 0
 	fresh := func(t *testing.T, docs ...any) *mongo.Collection {
 		t.Helper()
 		n++
-		c := m.DB().Collection("conf" + strings.Repeat("x", n))
+		c := m.Raw().Collection("conf" + strings.Repeat("x", n))
 		if len(docs) > 0 {
 			if _, err := c.InsertMany(ctx, docs); err != nil {
 				t.Fatal(err)

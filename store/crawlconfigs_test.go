@@ -11,12 +11,12 @@ import (
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
-	"github.com/trawlerhq/trawler/store/storetest"
 )
 
 func TestCrawlConfigPatternsStoredAsUpstream(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	wf := newWorkflow(uuid.New(), "p", "https://a.example/")
 	wf.Config.Exclude = store.Patterns{Values: []string{"x"}, Single: true, Set: true}
@@ -26,7 +26,7 @@ func TestCrawlConfigPatternsStoredAsUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	var raw bson.Raw
-	if err := m.DB().Collection("crawl_configs").FindOne(ctx, bson.M{"_id": wf.ID}).Decode(&raw); err != nil {
+	if err := m.Raw().Collection("crawl_configs").FindOne(ctx, bson.M{"_id": wf.ID}).Decode(&raw); err != nil {
 		t.Fatal(err)
 	}
 	cfg := raw.Lookup("config").Document()
@@ -54,7 +54,7 @@ func TestCrawlConfigPatternsStoredAsUpstream(t *testing.T) {
 }
 
 func TestListCrawlConfigs(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	oid := uuid.New()
 	t0 := now()
@@ -127,7 +127,7 @@ func TestListCrawlConfigs(t *testing.T) {
 }
 
 func TestUpdateCrawlConfig(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	wf := mustWorkflow(t, m, uuid.New(), "wf", "https://a.example/")
 	editor := uuid.New()
@@ -176,7 +176,7 @@ func TestUpdateCrawlConfig(t *testing.T) {
 }
 
 func TestCrawlConfigValuesAndSchedule(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	oid := uuid.New()
 	a := newWorkflow(oid, "a", "https://a.example/")

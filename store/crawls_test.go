@@ -11,12 +11,12 @@ import (
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
-	"github.com/trawlerhq/trawler/store/storetest"
 )
 
 func TestAddCrawl(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	wf := mustWorkflow(t, m, uuid.New(), "wf", "https://a.example/")
 	started := now()
@@ -82,7 +82,7 @@ func TestAddCrawl(t *testing.T) {
 }
 
 func TestListCrawls(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	oid := uuid.New()
 	wfA := mustWorkflow(t, m, oid, "A", "https://a.example/")
@@ -100,7 +100,7 @@ func TestListCrawls(t *testing.T) {
 	// An upload and a crawl without a type (older data) share the collection.
 	up := bson.M{"_id": "u1", "type": store.TypeUpload, "oid": oid, "state": store.StateComplete, "started": t0, "fileSize": 5}
 	legacy := bson.M{"_id": "l1", "oid": oid, "state": store.StateComplete, "started": t0.Add(-time.Hour), "fileSize": 1}
-	if _, err := m.DB().Collection("crawls").InsertMany(ctx, []any{up, legacy}); err != nil {
+	if _, err := m.Raw().Collection("crawls").InsertMany(ctx, []any{up, legacy}); err != nil {
 		t.Fatal(err)
 	}
 	other := mustWorkflow(t, m, uuid.New(), "O", "https://o.example/")
@@ -166,7 +166,7 @@ func TestListCrawls(t *testing.T) {
 }
 
 func TestDeleteCrawls(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	org := mustOrg(t, m, "org")
 	wf := mustWorkflow(t, m, org.ID, "wf", "https://a.example/")

@@ -9,12 +9,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
-	"github.com/trawlerhq/trawler/store/storetest"
 )
 
 func TestSetCrawlState(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	wf := mustWorkflow(t, m, uuid.New(), "wf", "https://a.example/")
 	mustCrawl(t, m, wf, "c", now())
@@ -61,7 +61,7 @@ func TestSetCrawlState(t *testing.T) {
 }
 
 func TestUpdateCrawlStats(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	wf := mustWorkflow(t, m, uuid.New(), "wf", "https://a.example/")
 	mustCrawl(t, m, wf, "c", now())
@@ -92,7 +92,7 @@ func TestUpdateCrawlStats(t *testing.T) {
 }
 
 func TestAddCrawlFile(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	wf := mustWorkflow(t, m, uuid.New(), "wf", "https://a.example/")
 	mustCrawl(t, m, wf, "c", now())
@@ -127,7 +127,7 @@ func TestAddCrawlFile(t *testing.T) {
 }
 
 func TestCrawlErrors(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	line := func(i int) string { return fmt.Sprintf(`{"message":"e%d"}`, i) }
 	lines := func(from, to int) []string {
@@ -170,7 +170,7 @@ func TestCrawlErrors(t *testing.T) {
 // the same error batches, as a restarted operator racing its predecessor
 // would: each must land exactly once.
 func TestConcurrentRecording(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	wf := mustWorkflow(t, m, uuid.New(), "wf", "https://a.example/")
 	mustCrawl(t, m, wf, "c", now())
@@ -220,7 +220,7 @@ func TestConcurrentRecording(t *testing.T) {
 }
 
 func TestSetCrawlPods(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	wf := mustWorkflow(t, m, uuid.New(), "wf", "https://a.example/")
 	mustCrawl(t, m, wf, "c", now())

@@ -7,11 +7,11 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
-	"github.com/trawlerhq/trawler/store/storetest"
 )
 
-func TestMain(m *testing.M) { storetest.Main(m) }
+func TestMain(m *testing.M) { mongotest.Main(m, mongotest.Options{}) }
 
 // now is a second-precision UTC time, as the API stores times.
 func now() time.Time { return time.Now().UTC().Truncate(time.Second) }
@@ -19,7 +19,7 @@ func now() time.Time { return time.Now().UTC().Truncate(time.Second) }
 func ptr[T any](v T) *T { return &v }
 
 // mustOrg creates an org named name.
-func mustOrg(t testing.TB, m *store.Mongo, name string) *store.Org {
+func mustOrg(t testing.TB, m *mongotest.DB, name string) *store.Org {
 	t.Helper()
 	o := &store.Org{ID: uuid.New(), Name: name}
 	if err := m.CreateOrg(context.Background(), o); err != nil {
@@ -39,7 +39,7 @@ func newWorkflow(oid uuid.UUID, name, seed string) *store.CrawlConfig {
 	}
 }
 
-func mustWorkflow(t testing.TB, m *store.Mongo, oid uuid.UUID, name, seed string) *store.CrawlConfig {
+func mustWorkflow(t testing.TB, m *mongotest.DB, oid uuid.UUID, name, seed string) *store.CrawlConfig {
 	t.Helper()
 	c := newWorkflow(oid, name, seed)
 	if err := m.CreateCrawlConfig(context.Background(), c); err != nil {
@@ -57,7 +57,7 @@ func newCrawl(wf *store.CrawlConfig, id string, started time.Time) *store.Crawl 
 	}
 }
 
-func mustCrawl(t testing.TB, m *store.Mongo, wf *store.CrawlConfig, id string, started time.Time) *store.Crawl {
+func mustCrawl(t testing.TB, m *mongotest.DB, wf *store.CrawlConfig, id string, started time.Time) *store.Crawl {
 	t.Helper()
 	c := newCrawl(wf, id, started)
 	if err := m.AddCrawl(context.Background(), c); err != nil {
@@ -67,7 +67,7 @@ func mustCrawl(t testing.TB, m *store.Mongo, wf *store.CrawlConfig, id string, s
 }
 
 // finish moves crawl id to state (via running), with the given files.
-func finish(t testing.TB, m *store.Mongo, id, state string, at time.Time, sizes ...int64) {
+func finish(t testing.TB, m *mongotest.DB, id, state string, at time.Time, sizes ...int64) {
 	t.Helper()
 	ctx := context.Background()
 	if _, _, err := m.SetCrawlState(ctx, id, store.StateRunning, store.StartingStates, store.CrawlStateExtra{}); err != nil {

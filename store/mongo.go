@@ -75,11 +75,6 @@ func (m *Mongo) Ping(ctx context.Context) error {
 	return nil
 }
 
-// DB is the underlying database, for benchmarks and test helpers that
-// compare the store with direct driver calls. Its client encodes
-// uuid.UUID as BSON binary subtype 4.
-func (m *Mongo) DB() *mongo.Database { return m.db }
-
 func (m *Mongo) coll(name string) *mongo.Collection { return m.db.Collection(name) }
 
 // Registry is a BSON registry that encodes github.com/google/uuid.UUID as

@@ -8,12 +8,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
-	"github.com/trawlerhq/trawler/store/storetest"
 )
 
 func TestEnsureDefaultOrg(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	first, err := m.EnsureDefaultOrg(ctx, "My Organization")
 	if err != nil {
@@ -36,7 +36,7 @@ func TestEnsureDefaultOrg(t *testing.T) {
 }
 
 func TestOrgs(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	def, err := m.EnsureDefaultOrg(ctx, "Zeta default")
 	if err != nil {

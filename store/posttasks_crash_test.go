@@ -21,7 +21,7 @@ import (
 // workflow stats and collection counts are exactly what one clean run
 // gives: nothing counted twice, nothing skipped.
 func TestPostCrawlTasksCrashRestart(t *testing.T) {
-	uri := os.Getenv("MONGO_URI") // set by storetest.Main in TestMain
+	uri := os.Getenv("MONGO_URI") // set by mongotest.Main in TestMain
 	if uri == "" {
 		t.Skip("no server")
 	}

@@ -10,12 +10,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
-	"github.com/trawlerhq/trawler/store/storetest"
 )
 
 func TestRunPostCrawlTasks(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	org := mustOrg(t, m, "org")
 	coll := &store.Collection{ID: uuid.New(), OID: org.ID, Name: "auto", Modified: now()}
@@ -120,7 +120,7 @@ func TestRunPostCrawlTasks(t *testing.T) {
 // them (the generation check in recompute), and usage must count each
 // crawl once.
 func TestConcurrentPostCrawlTasks(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	org := mustOrg(t, m, "org")
 	wf := mustWorkflow(t, m, org.ID, "wf", "https://a.example/")

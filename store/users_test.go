@@ -7,12 +7,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
-	"github.com/trawlerhq/trawler/store/storetest"
 )
 
 func TestUsers(t *testing.T) {
-	m := storetest.Open(t)
+	m := mongotest.Open(t)
 	ctx := context.Background()
 	u := &store.User{ID: uuid.New(), Email: "Ann@Example.org", Name: "ann", HashedPassword: "h1", IsActive: true}
 	if err := m.CreateUser(ctx, u); err != nil {

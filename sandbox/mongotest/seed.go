@@ -1,4 +1,4 @@
-package storetest
+package mongotest
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 	"github.com/trawlerhq/trawler/store"
 )
 
-// SeedCrawls inserts n ended crawls of workflow cid in org oid, started by
+// SeedCrawls inserts into db n ended crawls of workflow cid in org oid, started by
 // userID, quickly (insertMany in batches of 1000, no per-crawl workflow
 // updates): realistic documents with a config, stats and one file, mostly
 // complete with some failed and canceled, started one minute apart going
 // back from now, deterministic for a given n. It returns their ids, oldest
 // first. Workflow and org stats are not recomputed.
-func SeedCrawls(ctx context.Context, m *store.Mongo, oid, cid, userID uuid.UUID, n int) ([]string, error) {
+func (db *DB) SeedCrawls(ctx context.Context, oid, cid, userID uuid.UUID, n int) ([]string, error) {
 	rng := rand.New(rand.NewPCG(uint64(n), 42))
 	now := time.Now().UTC().Truncate(time.Second)
 	ids := make([]string, 0, n)
@@ -26,7 +26,7 @@ func SeedCrawls(ctx context.Context, m *store.Mongo, oid, cid, userID uuid.UUID,
 		if len(batch) == 0 {
 			return nil
 		}
-		if _, err := m.DB().Collection("crawls").InsertMany(ctx, batch); err != nil {
+		if _, err := db.Raw().Collection("crawls").InsertMany(ctx, batch); err != nil {
 			return fmt.Errorf("seeding crawls: %w", err)
 		}
 		batch = batch[:0]
