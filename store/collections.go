@@ -2,41 +2,12 @@ package store
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 var errCollectionNotFound = NotFound("collection_not_found")
-
-// CreateCollection inserts coll with zero counts.
-//
-// Errors: Conflict("collection_name_taken") if the org already has a
-// collection of that name (or the id is taken).
-func (m *Mongo) CreateCollection(ctx context.Context, coll *Collection) error {
-	if coll.Tags == nil {
-		coll.Tags = []string{}
-	}
-	if _, err := m.coll(collCollections).InsertOne(ctx, coll); err != nil {
-		if isDuplicate(err) {
-			return Conflict("collection_name_taken")
-		}
-		return fmt.Errorf("inserting collection: %w", err)
-	}
-	return nil
-}
-
-// GetCollection returns collection id of org oid.
-//
-// Errors: NotFound("collection_not_found").
-func (m *Mongo) GetCollection(ctx context.Context, oid, id uuid.UUID) (*Collection, error) {
-	var c Collection
-	if err := m.coll(collCollections).FindOne(ctx, bson.M{"_id": id, "oid": oid}).Decode(&c); err != nil {
-		return nil, notFoundOr(err, errCollectionNotFound, "finding collection")
-	}
-	return &c, nil
-}
 
 // RecomputeCollection recounts collection id from its successful member
 // crawls: crawlCount, pageCount (sum of stats.done), totalSize and the

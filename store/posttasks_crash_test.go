@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -96,7 +97,8 @@ func openCrashFixture(t *testing.T, uri, db string) (*Mongo, crashIDs) {
 		}
 	}
 	must(m.CreateOrg(ctx, &Org{ID: ids.org, Name: "org"}))
-	must(m.CreateCollection(ctx, &Collection{ID: ids.coll, OID: ids.org, Name: "coll"}))
+	_, err = m.coll(collCollections).InsertOne(ctx, &Collection{ID: ids.coll, OID: ids.org, Name: "coll", Tags: []string{}})
+	must(err)
 	name := "wf"
 	must(m.CreateCrawlConfig(ctx, &CrawlConfig{
 		ID: ids.wf, OID: ids.org, Name: &name, AutoAddCollections: []uuid.UUID{ids.coll},
@@ -133,8 +135,8 @@ func crashOutcome(t *testing.T, m *Mongo, ids crashIDs) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	coll, err := m.GetCollection(ctx, ids.org, ids.coll)
-	if err != nil {
+	var coll Collection
+	if err := m.coll(collCollections).FindOne(ctx, bson.M{"_id": ids.coll}).Decode(&coll); err != nil {
 		t.Fatal(err)
 	}
 	c, err := m.GetCrawlByID(ctx, ids.crawl)
