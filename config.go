@@ -30,6 +30,7 @@ var settings = []setting{
 	{"api.default_behavior_time_seconds", 300, "reported by /api/settings"},
 	{"api.default_page_load_time_seconds", 120, "reported by /api/settings"},
 	{"api.default_crawl_filename_template", "@ts-@hostsuffix.wacz", "WACZ name template of workflows that set none"},
+	{"api.schedule_rescan", 30 * time.Second, "how often the scheduler re-reads every workflow's schedule (catches changes made through other replicas)"},
 
 	{"operator.enabled", true, "run the operator and the crawl scheduler (leader only)"},
 	{"operator.workers", 16, "CrawlJobs reconciled in parallel"},
@@ -40,6 +41,12 @@ var settings = []setting{
 	{"operator.redis_timeout", 2 * time.Second, "timeout of each call to a crawl's Redis"},
 	{"operator.metrics_interval", 30 * time.Second, "how often pod usage is read from metrics.k8s.io when the cluster serves it (0 = never)"},
 	{"operator.log_failed_crawl_lines", 0, "log this many last lines of each pod of a failed crawl (0 = off)"},
+	{"operator.redis_unreachable_grace", 10 * time.Second, "how long a running crawl's Redis may be unreachable before the crawl shows waiting_capacity"},
+	{"operator.starting_timeout", 60 * time.Second, "how long a crawl may wait for a running crawler before it shows waiting_capacity (without its config it fails then)"},
+	{"operator.redis_idle", 60 * time.Second, "stop a crawl's Redis pod after no crawler has run this long (it comes back with the next crawler)"},
+	{"operator.finished_crawljob_ttl", 30 * time.Second, "keep a finished CrawlJob this long, unless its spec sets ttlSecondsAfterFinished"},
+	{"operator.stuck_pod_timeout", 60 * time.Second, "force-delete a terminating pod this long after its grace period ended (a lost node never confirms)"},
+	{"operator.store_timeout", 5 * time.Second, "timeout of each MongoDB call the operator makes"},
 
 	{"leader_election.enabled", true, "hold a Lease so only one replica runs the operator"},
 	{"leader_election.namespace", "default", "namespace of the Lease"},

@@ -107,7 +107,7 @@ func runDev(ctx context.Context, v *viper.Viper, dir string, nodes int, out io.W
 			MaxPageLimit:    v.GetInt("max_pages_per_crawl"),
 			HealthCheckPort: v.GetInt("crawler.liveness_port"),
 		}),
-		StorageName: "default",
+		StorageName: k8s.DefaultStorageName,
 		Storage: map[string]string{
 			"STORE_ENDPOINT_URL":        "http://local-storage.invalid/trawler-data/",
 			"STORE_ACCESS_ENDPOINT_URL": "/data/",

@@ -39,25 +39,31 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 		RegistrationEnabled:        v.GetBool("api.registration_enabled"),
 		DefaultBehaviorTimeSeconds: v.GetInt("api.default_behavior_time_seconds"),
 		DefaultPageLoadTimeSeconds: v.GetInt("api.default_page_load_time_seconds"),
+		ScheduleRescan:             v.GetDuration("api.schedule_rescan"),
 		Logger:                     logger,
 	}, nil
 }
 
-// operatorConfig maps settings to the operator's configuration, starting
-// from its defaults for what has no setting.
+// operatorConfig maps settings to the operator's configuration. The
+// operator's client rate limits (operator.kube_qps, operator.kube_burst)
+// are set on the REST config by kubeRESTConfig.
 func operatorConfig(v *viper.Viper) (operator.Config, error) {
-	c := operator.DefaultConfig()
+	var c operator.Config
 	c.Namespace = v.GetString("crawler_namespace")
 	c.ClusterDomain = v.GetString("cluster_domain")
 	c.MaxCrawlScale = v.GetInt("max_crawl_scale")
 	c.Workers = v.GetInt("operator.workers")
-	c.KubeQPS = float32(v.GetFloat64("operator.kube_qps"))
-	c.KubeBurst = v.GetInt("operator.kube_burst")
 	c.Resync = v.GetDuration("operator.resync")
 	c.RedisPollInterval = v.GetDuration("operator.redis_poll_interval")
 	c.RedisTimeout = v.GetDuration("operator.redis_timeout")
 	c.LogFailedCrawlLines = v.GetInt("operator.log_failed_crawl_lines")
 	c.MetricsInterval = v.GetDuration("operator.metrics_interval")
+	c.RedisUnreachableGrace = v.GetDuration("operator.redis_unreachable_grace")
+	c.StartingTimeout = v.GetDuration("operator.starting_timeout")
+	c.RedisIdle = v.GetDuration("operator.redis_idle")
+	c.DefaultTTL = v.GetDuration("operator.finished_crawljob_ttl")
+	c.StuckPodTimeout = v.GetDuration("operator.stuck_pod_timeout")
+	c.StoreTimeout = v.GetDuration("operator.store_timeout")
 
 	c.CrawlerImage = v.GetString("crawler.image")
 	c.CrawlerPullPolicy = v.GetString("crawler.image_pull_policy")

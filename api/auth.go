@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -234,7 +235,7 @@ func (s *Server) newOrg(name string) *store.Org {
 		ID:    id,
 		Name:  name,
 		Users: map[string]store.Role{},
-		Storage: store.Storage{Type: "default", Name: s.cfg.DefaultStorageName,
+		Storage: store.Storage{Type: "default", Name: k8s.DefaultStorageName,
 			Path: id.String() + "/"},
 		Usage: map[string]int64{},
 	}

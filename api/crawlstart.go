@@ -142,7 +142,7 @@ func (s *Server) crawlJobSpec(org *store.Org, wf *store.CrawlConfig, crawl *stor
 		storageName, storagePath = org.ID.String(), "" // custom storage: secret storage-<oid>
 	}
 	if storageName == "" {
-		storageName = s.cfg.DefaultStorageName
+		storageName = k8s.DefaultStorageName
 	}
 	filename := wf.CrawlFilenameTemplate
 	if filename == "" {

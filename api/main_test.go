@@ -123,12 +123,22 @@ const (
 	asOutsider = "non-member"
 )
 
+// testConfig is the config every test starts from: the defaults of the
+// settings table in ../config.go, as main passes them (the one place tests
+// spell them; keep it in step with the table), with a fixed secret and a
+// page limit.
 func testConfig() Config {
 	return Config{
-		JWTSecret: []byte(testSecret), MaxPagesPerCrawl: 4,
-		SuperuserEmail: "admin@example.com", SuperuserPassword: "PASSW0RD!",
+		JWTSecret: []byte(testSecret), TokenLifetime: 1440 * time.Minute,
+		MaxCrawlScale: 3, MaxPagesPerCrawl: 4,
+		DefaultFilenameTemplate: "@ts-@hostsuffix.wacz",
+		CrawlerNamespace:        "crawlers", ClusterDomain: "cluster.local",
 		StorageAccessURL: "/data/",
-		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+		SuperuserEmail:   "admin@example.com", SuperuserPassword: "PASSW0RD!",
+		DefaultOrgName:             "My Organization",
+		DefaultBehaviorTimeSeconds: 300, DefaultPageLoadTimeSeconds: 120,
+		ScheduleRescan: 30 * time.Second,
+		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 }
 

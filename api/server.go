@@ -23,26 +23,23 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Config holds the API's settings; main reads them from flags and files.
-// Zero values get the defaults noted on each field.
+// Config holds the API's settings. main fills it from the settings table
+// (config.go), the one home of the defaults.
 type Config struct {
 	// JWTSecret signs login tokens (HS256). Required.
 	JWTSecret []byte
-	// TokenLifetime is how long a login token is valid (default 1440 min).
+	// TokenLifetime is how long a login token is valid.
 	TokenLifetime time.Duration
-	// MaxCrawlScale bounds workflow and crawl scale (default 3).
+	// MaxCrawlScale bounds workflow and crawl scale.
 	MaxCrawlScale int
 	// MaxPagesPerCrawl is reported by /api/settings (0 = no limit).
 	MaxPagesPerCrawl int
 	// DefaultFilenameTemplate names WACZ files of workflows that set none.
 	DefaultFilenameTemplate string
-	// CrawlerNamespace is where crawl Redis services live (default "crawlers").
+	// CrawlerNamespace is where crawl Redis services live.
 	CrawlerNamespace string
-	// ClusterDomain completes per-crawl Redis host names (default "cluster.local").
+	// ClusterDomain completes per-crawl Redis host names.
 	ClusterDomain string
-	// DefaultStorageName is the storage of orgs without their own
-	// (default "default").
-	DefaultStorageName string
 	// StorageAccessURL prefixes relative file names in replay.json
 	// resources (e.g. "/data/").
 	StorageAccessURL string
@@ -50,7 +47,7 @@ type Config struct {
 	// SuperuserEmail and SuperuserPassword are the account Bootstrap creates
 	// or resets.
 	SuperuserEmail, SuperuserPassword string
-	// DefaultOrgName is the org Bootstrap creates (default "My Organization").
+	// DefaultOrgName is the org Bootstrap creates.
 	DefaultOrgName string
 
 	// RegistrationEnabled, DefaultBehaviorTimeSeconds and
@@ -60,48 +57,11 @@ type Config struct {
 	DefaultPageLoadTimeSeconds int
 
 	// ScheduleRescan is how often the scheduler re-reads the schedules of
-	// all workflows, catching changes made through other replicas
-	// (default 30 s).
+	// all workflows, catching changes made through other replicas.
 	ScheduleRescan time.Duration
 
 	// Logger receives request logs and 5xx details (default slog.Default()).
 	Logger *slog.Logger
-}
-
-func (c *Config) setDefaults() {
-	if c.TokenLifetime == 0 {
-		c.TokenLifetime = 1440 * time.Minute
-	}
-	if c.MaxCrawlScale == 0 {
-		c.MaxCrawlScale = 3
-	}
-	if c.DefaultFilenameTemplate == "" {
-		c.DefaultFilenameTemplate = "@ts-@hostsuffix.wacz"
-	}
-	if c.CrawlerNamespace == "" {
-		c.CrawlerNamespace = "crawlers"
-	}
-	if c.ClusterDomain == "" {
-		c.ClusterDomain = "cluster.local"
-	}
-	if c.DefaultStorageName == "" {
-		c.DefaultStorageName = "default"
-	}
-	if c.DefaultOrgName == "" {
-		c.DefaultOrgName = "My Organization"
-	}
-	if c.DefaultBehaviorTimeSeconds == 0 {
-		c.DefaultBehaviorTimeSeconds = 300
-	}
-	if c.DefaultPageLoadTimeSeconds == 0 {
-		c.DefaultPageLoadTimeSeconds = 120
-	}
-	if c.ScheduleRescan == 0 {
-		c.ScheduleRescan = 30 * time.Second
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
 }
 
 // Deps are the collaborators the API consumes, declared here on the
@@ -136,7 +96,9 @@ type Server struct {
 
 // New builds the API server and registers every route.
 func New(cfg Config, deps Deps) *Server {
-	cfg.setDefaults()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	if deps.Clock == nil {
 		deps.Clock = clock.RealClock{}
 	}

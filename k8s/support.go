@@ -20,6 +20,10 @@ const (
 	SharedRedisConfName     = "shared-redis-conf"
 )
 
+// DefaultStorageName names the storage the Helm chart (and trawler dev)
+// always creates: where crawls of orgs without their own storage go.
+const DefaultStorageName = "default"
+
 // StorageSecretName is the Secret holding a storage's STORE_* variables.
 func StorageSecretName(storage string) string { return "storage-" + storage }
 

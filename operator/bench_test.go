@@ -111,7 +111,7 @@ func BenchmarkCreate100CrawlJobs(b *testing.B) {
 	if w, err := strconv.Atoi(os.Getenv("BENCH_WORKERS")); err == nil {
 		cfg.Workers = w
 	}
-	rc := operator.RestConfig(h.env.Config(), cfg)
+	rc := operator.RateLimitedRestConfig(h.env.Config())
 	var mu sync.Mutex
 	counts := map[string]int64{}
 	counted := rest.CopyConfig(rc)
@@ -179,7 +179,7 @@ func BenchmarkCreate100CrawlJobs(b *testing.B) {
 	b.ReportMetric(viaOperator.Seconds()/concurrent.Seconds(), "ratio-vs-8")
 	b.Logf("operator API requests until then, by verb: %v", requests)
 	b.Logf("%d crawl jobs -> pods via the operator (%d workers): %v; same PVCs+pods directly: %v (1 caller), %v (8 callers); QPS %v burst %d",
-		n, cfg.Workers, viaOperator, sequential, concurrent, cfg.KubeQPS, cfg.KubeBurst)
+		n, cfg.Workers, viaOperator, sequential, concurrent, rc.QPS, rc.Burst)
 }
 
 // benchObjects are the PVCs and pods (Redis and crawler) the operator

@@ -88,10 +88,10 @@ func runChildOperator() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cfg := operator.DefaultConfig()
+	cfg := operator.DefaultTestConfig()
 	cfg.Namespace = os.Getenv(childNamespace)
 	cfg = stubConfig(cfg, os.Getenv(childRedis))
-	rc := operator.RestConfig(base, cfg)
+	rc := operator.RateLimitedRestConfig(base)
 	var mu sync.Mutex
 	counts := map[string]int64{}
 	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return requestCounter{next: rt, mu: &mu, n: counts} }

@@ -18,17 +18,17 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/client-go/rest"
-
-	"github.com/trawlerhq/trawler/k8s"
 )
 
-// Config holds everything the operator needs besides its clients. Zero
-// values are replaced by the defaults of DefaultConfig in New.
+// Config holds everything the operator needs besides its clients. main
+// fills it from the settings table (config.go), the one home of the
+// defaults; New rejects a config that leaves a required field unset.
 type Config struct {
 	// Namespace is the crawler namespace: CrawlJobs, ProfileJobs, their
 	// pods, PVCs and ConfigMaps all live there.
@@ -66,12 +66,6 @@ type Config struct {
 	SocksProxyPort          int
 	TerminationGraceSeconds int64
 
-	// SharedCrawlerConfigMap is envFrom'd into crawler pods; it carries
-	// CRAWL_ARGS (ending in --restartsOnError).
-	SharedCrawlerConfigMap string
-	// RedisConfConfigMap holds redis.conf for the Redis pods.
-	RedisConfConfigMap string
-
 	// RedisDialer, when set, dials every crawl Redis (tests resolve the
 	// sandbox's cluster DNS with it). Nil in production.
 	RedisDialer func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -85,19 +79,14 @@ type Config struct {
 	// StoreTimeout bounds every MongoDB call.
 	StoreTimeout time.Duration
 	// MetricsInterval is how often pod usage is read from metrics.k8s.io
-	// (one List for the namespace) when the cluster serves it. Unlike the
-	// other durations, 0 is not defaulted: it turns usage off.
+	// (one List for the namespace) when the cluster serves it; 0 turns
+	// usage off.
 	MetricsInterval time.Duration
 
 	// Resync is the informers' resync period, a safety net only.
 	Resync time.Duration
 	// Workers is the number of CrawlJob sync workers.
 	Workers int
-	// KubeQPS and KubeBurst rate-limit the operator's API clients (see
-	// RestConfig); client-go's defaults (5/10) would make creating a
-	// hundred crawls take a minute.
-	KubeQPS   float32
-	KubeBurst int
 
 	// DefaultTTL keeps a finished CrawlJob this long unless its spec says.
 	DefaultTTL time.Duration
@@ -115,98 +104,40 @@ type Config struct {
 	LogFailedCrawlLines int
 }
 
-// DefaultConfig returns the operator defaults (upstream chart values).
-func DefaultConfig() Config {
-	return Config{
-		Namespace:               "crawlers",
-		ClusterDomain:           "cluster.local",
-		MaxCrawlScale:           3,
-		CrawlerImage:            "webrecorder/browsertrix-crawler:latest",
-		CrawlerPullPolicy:       "Always",
-		RedisImage:              "redis",
-		RedisPullPolicy:         "IfNotPresent",
-		CrawlerBrowsers:         2,
-		CrawlerCPUBase:          resource.MustParse("900m"),
-		CrawlerMemoryBase:       resource.MustParse("1024Mi"),
-		CrawlerExtraCPU:         resource.MustParse("300m"),
-		CrawlerExtraMemory:      resource.MustParse("256Mi"),
-		RedisCPU:                resource.MustParse("5m"),
-		RedisMemory:             resource.MustParse("48Mi"),
-		CrawlerStorage:          resource.MustParse("22Gi"),
-		RedisStorage:            resource.MustParse("3Gi"),
-		CrawlerLivenessPort:     6065,
-		TerminationGraceSeconds: 600,
-		SharedCrawlerConfigMap:  k8s.SharedCrawlerConfigName,
-		RedisConfConfigMap:      k8s.SharedRedisConfName,
-		RedisPollInterval:       300 * time.Millisecond,
-		RedisTimeout:            time.Second,
-		RedisUnreachableGrace:   10 * time.Second,
-		StoreTimeout:            5 * time.Second,
-		MetricsInterval:         30 * time.Second,
-		Resync:                  10 * time.Second,
-		Workers:                 16,
-		KubeQPS:                 200,
-		KubeBurst:               400,
-		DefaultTTL:              30 * time.Second,
-		RedisIdle:               60 * time.Second,
-		StartingTimeout:         60 * time.Second,
-		StuckPodTimeout:         60 * time.Second,
-	}
-}
-
-// withDefaults fills zero fields from DefaultConfig.
-func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	qty := func(v *resource.Quantity, def resource.Quantity) {
-		if v.IsZero() {
-			*v = def
+// validate reports the required fields that are unset.
+func (c Config) validate() error {
+	var missing []string
+	check := func(unset bool, name string) {
+		if unset {
+			missing = append(missing, name)
 		}
 	}
-	setIfZero(&c.Namespace, d.Namespace)
-	setIfZero(&c.ClusterDomain, d.ClusterDomain)
-	setIfZero(&c.CrawlerImage, d.CrawlerImage)
-	setIfZero(&c.CrawlerPullPolicy, d.CrawlerPullPolicy)
-	setIfZero(&c.RedisImage, d.RedisImage)
-	setIfZero(&c.RedisPullPolicy, d.RedisPullPolicy)
-	setIfZero(&c.SharedCrawlerConfigMap, d.SharedCrawlerConfigMap)
-	setIfZero(&c.RedisConfConfigMap, d.RedisConfConfigMap)
-	setUnlessPositive(&c.MaxCrawlScale, d.MaxCrawlScale)
-	setUnlessPositive(&c.CrawlerBrowsers, d.CrawlerBrowsers)
-	setUnlessPositive(&c.Workers, d.Workers)
-	setUnlessPositive(&c.KubeQPS, d.KubeQPS)
-	setUnlessPositive(&c.KubeBurst, d.KubeBurst)
-	setUnlessPositive(&c.TerminationGraceSeconds, d.TerminationGraceSeconds)
-	qty(&c.CrawlerCPUBase, d.CrawlerCPUBase)
-	qty(&c.CrawlerMemoryBase, d.CrawlerMemoryBase)
-	qty(&c.RedisCPU, d.RedisCPU)
-	qty(&c.RedisMemory, d.RedisMemory)
-	qty(&c.CrawlerStorage, d.CrawlerStorage)
-	qty(&c.RedisStorage, d.RedisStorage)
-	setIfZero(&c.RedisPollInterval, d.RedisPollInterval)
-	setIfZero(&c.RedisTimeout, d.RedisTimeout)
-	setIfZero(&c.RedisUnreachableGrace, d.RedisUnreachableGrace)
-	setIfZero(&c.StoreTimeout, d.StoreTimeout)
-	setIfZero(&c.Resync, d.Resync)
-	setIfZero(&c.DefaultTTL, d.DefaultTTL)
-	setIfZero(&c.RedisIdle, d.RedisIdle)
-	setIfZero(&c.StartingTimeout, d.StartingTimeout)
-	setIfZero(&c.StuckPodTimeout, d.StuckPodTimeout)
-	return c
-}
-
-// setIfZero sets *v to def when it holds its zero value.
-func setIfZero[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
+	check(c.Namespace == "", "Namespace")
+	check(c.ClusterDomain == "", "ClusterDomain")
+	check(c.MaxCrawlScale <= 0, "MaxCrawlScale")
+	check(c.CrawlerImage == "", "CrawlerImage")
+	check(c.RedisImage == "", "RedisImage")
+	check(c.CrawlerBrowsers <= 0, "CrawlerBrowsers")
+	check(c.CrawlerCPU == nil && c.CrawlerCPUBase.IsZero(), "CrawlerCPUBase")
+	check(c.CrawlerMemory == nil && c.CrawlerMemoryBase.IsZero(), "CrawlerMemoryBase")
+	check(c.RedisMemory.IsZero(), "RedisMemory")
+	check(c.CrawlerStorage.IsZero(), "CrawlerStorage")
+	check(c.RedisStorage.IsZero(), "RedisStorage")
+	check(c.TerminationGraceSeconds <= 0, "TerminationGraceSeconds")
+	check(c.Workers <= 0, "Workers")
+	for _, d := range []struct {
+		v    time.Duration
+		name string
+	}{{c.RedisPollInterval, "RedisPollInterval"}, {c.RedisTimeout, "RedisTimeout"},
+		{c.RedisUnreachableGrace, "RedisUnreachableGrace"}, {c.StoreTimeout, "StoreTimeout"},
+		{c.Resync, "Resync"}, {c.DefaultTTL, "DefaultTTL"}, {c.RedisIdle, "RedisIdle"},
+		{c.StartingTimeout, "StartingTimeout"}, {c.StuckPodTimeout, "StuckPodTimeout"}} {
+		check(d.v <= 0, d.name)
 	}
-}
-
-// setUnlessPositive sets *v to def unless it is positive.
-func setUnlessPositive[T ~int | ~int64 | ~float32](v *T, def T) {
-	if *v <= 0 {
-		*v = def
+	if len(missing) > 0 {
+		return fmt.Errorf("operator: config lacks %s", strings.Join(missing, ", "))
 	}
+	return nil
 }
 
 // crawlerResources returns the crawler container's cpu and memory per
@@ -224,14 +155,4 @@ func (c Config) crawlerResources() (cpu, mem resource.Quantity) {
 		mem = *resource.NewQuantity(c.CrawlerMemoryBase.Value()+n*c.CrawlerExtraMemory.Value(), resource.BinarySI)
 	}
 	return cpu, mem
-}
-
-// RestConfig returns a copy of base with the operator's client rate
-// limits, for building the clients given to New.
-func RestConfig(base *rest.Config, cfg Config) *rest.Config {
-	cfg = cfg.withDefaults()
-	rc := rest.CopyConfig(base)
-	rc.QPS, rc.Burst = cfg.KubeQPS, cfg.KubeBurst
-	rc.RateLimiter = nil
-	return rc
 }

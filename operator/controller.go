@@ -118,7 +118,9 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	if deps.Kube == nil || deps.Trawler == nil || deps.Store == nil {
 		return nil, errors.New("operator: Kube, Trawler and Store are required")
 	}
-	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	c := &Controller{cfg: cfg, kube: deps.Kube, trawler: deps.Trawler, store: deps.Store,
 		clock: deps.Clock, logs: deps.Logs, recorder: deps.Recorder, log: deps.Log}
 	if c.clock == nil {

@@ -142,8 +142,8 @@ func crawlerPod(cj *trawlerv1.CrawlJob, cfg Config, i int) *corev1.Pod {
 		Command:         command,
 		Env:             env,
 		EnvFrom: []corev1.EnvFromSource{
-			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cfg.SharedCrawlerConfigMap}}},
-			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: k8s.StorageSecretName(storageName(cj))}}},
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: k8s.SharedCrawlerConfigName}}},
+			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: k8s.StorageSecretName(storageName(cj.Spec.StorageName))}}},
 		},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "crawl-config", MountPath: "/tmp/crawl-config.json", SubPath: k8s.ConfigMapKey, ReadOnly: true},
@@ -210,7 +210,7 @@ func redisPod(cj *trawlerv1.CrawlJob, cfg Config) *corev1.Pod {
 			Tolerations:                   tolerations(),
 			Volumes: []corev1.Volume{
 				{Name: "shared-redis-conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-					LocalObjectReference: corev1.LocalObjectReference{Name: cfg.RedisConfConfigMap},
+					LocalObjectReference: corev1.LocalObjectReference{Name: k8s.SharedRedisConfName},
 					Items:                []corev1.KeyToPath{{Key: "redis.conf", Path: "redis.conf"}}}}},
 				{Name: "redis-data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
 					ClaimName: name}}},
@@ -235,11 +235,12 @@ func redisPod(cj *trawlerv1.CrawlJob, cfg Config) *corev1.Pod {
 	}
 }
 
-func storageName(cj *trawlerv1.CrawlJob) string {
-	if cj.Spec.StorageName == "" {
-		return "default"
+// storageName is the storage a job's files go to.
+func storageName(name string) string {
+	if name == "" {
+		return k8s.DefaultStorageName
 	}
-	return cj.Spec.StorageName
+	return name
 }
 
 // affinity prefers nodes of the given type and keeps a crawl's pods in one

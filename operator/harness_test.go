@@ -135,7 +135,7 @@ func newHarness(t testing.TB) *harness {
 // config is the operator config tests start from: small pods, short
 // grace, fast timers.
 func (h *harness) config() operator.Config {
-	cfg := operator.DefaultConfig()
+	cfg := operator.DefaultTestConfig()
 	cfg.Namespace = h.ns
 	cfg.CrawlerImage = crawlersim.Image
 	cfg.RedisImage = sandbox.RedisImage

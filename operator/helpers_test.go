@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -16,10 +17,41 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 const testID = "manual-20261130120000-abcdef123456"
 
+// testConfig is the config every test starts from: the defaults of the
+// settings table in ../config.go, as main passes them. It is the one place
+// tests spell them; keep it in step with the table.
 func testConfig() Config {
-	c := DefaultConfig()
-	c.Namespace = "crawlers"
-	return c.withDefaults()
+	return Config{
+		Namespace:               "crawlers",
+		ClusterDomain:           "cluster.local",
+		MaxCrawlScale:           3,
+		CrawlerImage:            "webrecorder/browsertrix-crawler:latest",
+		CrawlerPullPolicy:       "Always",
+		RedisImage:              "redis",
+		RedisPullPolicy:         "IfNotPresent",
+		CrawlerBrowsers:         2,
+		CrawlerCPUBase:          resource.MustParse("900m"),
+		CrawlerMemoryBase:       resource.MustParse("1024Mi"),
+		CrawlerExtraCPU:         resource.MustParse("300m"),
+		CrawlerExtraMemory:      resource.MustParse("256Mi"),
+		RedisCPU:                resource.MustParse("5m"),
+		RedisMemory:             resource.MustParse("48Mi"),
+		CrawlerStorage:          resource.MustParse("22Gi"),
+		RedisStorage:            resource.MustParse("3Gi"),
+		CrawlerLivenessPort:     6065,
+		TerminationGraceSeconds: 600,
+		RedisPollInterval:       250 * time.Millisecond,
+		RedisTimeout:            2 * time.Second,
+		RedisUnreachableGrace:   10 * time.Second,
+		StoreTimeout:            5 * time.Second,
+		MetricsInterval:         30 * time.Second,
+		Resync:                  30 * time.Second,
+		Workers:                 16,
+		DefaultTTL:              30 * time.Second,
+		RedisIdle:               60 * time.Second,
+		StartingTimeout:         60 * time.Second,
+		StuckPodTimeout:         60 * time.Second,
+	}
 }
 
 // newJob returns a CrawlJob of testID created at t0, changed by the

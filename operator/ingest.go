@@ -70,7 +70,7 @@ type ingester struct {
 }
 
 func newIngester(cj *trawlerv1.CrawlJob, st CrawlStore, timeout time.Duration, log *slog.Logger) *ingester {
-	return &ingester{store: st, id: cj.Spec.ID, storagePath: cj.Spec.StoragePath, storageName: storageName(cj),
+	return &ingester{store: st, id: cj.Spec.ID, storagePath: cj.Spec.StoragePath, storageName: storageName(cj.Spec.StorageName),
 		timeout: timeout, log: log, filesAdded: cj.Status.FilesAdded, filesAddedSize: cj.Status.FilesAddedSize}
 }
 

@@ -148,7 +148,7 @@ func TestLeaderFailover(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		r.cancel = cancel
 		go func() {
-			r.done <- c.RunWithLeaderElection(ctx, operator.LeaderElection{Identity: name,
+			r.done <- c.RunWithLeaderElection(ctx, operator.LeaderElection{Namespace: h.ns, Name: "trawler-operator", Identity: name,
 				LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
 				OnLeading: func() { r.leading.Store(true) }})
 		}()

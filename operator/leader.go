@@ -13,13 +13,13 @@ import (
 // LeaderElection configures the Lease that makes exactly one replica run
 // the operator.
 type LeaderElection struct {
-	// Namespace and Name locate the Lease (default name "trawler-operator").
+	// Namespace and Name locate the Lease.
 	Namespace string
 	Name      string
 	// Identity names this replica (e.g. the pod name); must be unique.
 	Identity string
-	// LeaseDuration, RenewDeadline and RetryPeriod default to 15 s, 10 s
-	// and 2 s, client-go's usual values.
+	// LeaseDuration, RenewDeadline and RetryPeriod time the election (see
+	// leaderelection.LeaderElectionConfig).
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
@@ -36,14 +36,9 @@ var ErrLostLeadership = errors.New("operator: lost leadership")
 // ends, ErrLostLeadership if the Lease is lost (a Controller runs once;
 // build a new one to lead again).
 func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElection) error {
-	if le.Identity == "" {
-		return errors.New("operator: leader election needs an identity")
+	if le.Identity == "" || le.Namespace == "" || le.Name == "" {
+		return errors.New("operator: leader election needs a namespace, a name and an identity")
 	}
-	setIfZero(&le.Name, "trawler-operator")
-	setIfZero(&le.Namespace, c.cfg.Namespace)
-	setUnlessPositive(&le.LeaseDuration, 15*time.Second)
-	setUnlessPositive(&le.RenewDeadline, 10*time.Second)
-	setUnlessPositive(&le.RetryPeriod, 2*time.Second)
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.Namespace, le.Name,
 		c.kube.CoreV1(), c.kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: le.Identity})
 	if err != nil {

@@ -56,7 +56,7 @@ func TestUsageWithoutMetricsAPI(t *testing.T) {
 	h := newHarness(t)
 	cfg := stubConfig(h.config(), h.env.Redis.Addr())
 	cfg.MetricsInterval = 100 * time.Millisecond
-	rc := operator.RestConfig(h.env.Config(), cfg)
+	rc := operator.RateLimitedRestConfig(h.env.Config())
 	counts := &apiCounts{}
 	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return apiCounter{next: rt, c: counts} }
 	deps := h.deps()

@@ -95,10 +95,6 @@ func browserPod(pj *trawlerv1.ProfileJob, cfg Config) *corev1.Pod {
 		env = append(env, corev1.EnvVar{Name: "CHROME_FLAGS",
 			Value: "--proxy-server=socks5://" + cfg.SocksProxyHost + ":" + strconv.Itoa(port)})
 	}
-	storage := pj.Spec.StorageName
-	if storage == "" {
-		storage = "default"
-	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
@@ -120,7 +116,7 @@ func browserPod(pj *trawlerv1.ProfileJob, cfg Config) *corev1.Pod {
 				Command:         command,
 				Env:             env,
 				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
-					LocalObjectReference: corev1.LocalObjectReference{Name: k8s.StorageSecretName(storage)}}}},
+					LocalObjectReference: corev1.LocalObjectReference{Name: k8s.StorageSecretName(storageName(pj.Spec.StorageName))}}}},
 			}},
 		},
 	}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"reflect"
+	"testing"
+
+	"github.com/spf13/pflag"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	trawlerfake "github.com/trawlerhq/trawler/k8s/generated/clientset/versioned/fake"
+	"github.com/trawlerhq/trawler/operator"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// TestDefaultsFillEveryConfig: the settings table is the only home of the
+// defaults, so its defaults alone must give the operator a config it
+// accepts and set every field of the API's config that a setting maps to.
+func TestDefaultsFillEveryConfig(t *testing.T) {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	bindConfigFlags(fs)
+	v, err := loadConfig("", fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opCfg, err := operatorConfig(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := operator.Deps{Kube: kubefake.NewSimpleClientset(), Trawler: trawlerfake.NewSimpleClientset(),
+		Store: (*store.Mongo)(nil)}
+	if _, err := operator.New(opCfg, deps); err != nil {
+		t.Errorf("operator rejects the default settings: %v", err)
+	}
+
+	apiCfg, err := apiConfig(v, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields whose zero value is a valid default, or that no setting maps.
+	zeroOK := map[string]bool{"MaxPagesPerCrawl": true, "RegistrationEnabled": true, "StorageAccessURL": true}
+	rv := reflect.ValueOf(apiCfg)
+	for i := range rv.NumField() {
+		if name := rv.Type().Field(i).Name; !zeroOK[name] && rv.Field(i).IsZero() {
+			t.Errorf("api.Config.%s is zero with the default settings", name)
+		}
+	}
+}
