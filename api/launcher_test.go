@@ -24,7 +24,7 @@ func TestWithRealLauncher(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	cluster, err := sandbox.StartCluster(ctx, dir)
+	cluster, err := sandbox.StartCluster(ctx, dir, sandbox.ClusterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the sandbox's test binaries from Go modules (kube-apiserver,
-# kube-scheduler, kube-controller-manager, etcd, mongotestd) into a per-user
+# kube-scheduler, kube-controller-manager, etcd, mongotestd, helm) into a per-user
 # cache shared by every clone, and installs redis-server and gcc if missing.
 # Idempotent: only what is absent is built. Prints the binary folder last.
 #
@@ -73,11 +73,16 @@ reuse() {
 		done
 	done
 }
-reuse etcd kube-apiserver kube-scheduler kube-controller-manager
+reuse etcd kube-apiserver kube-scheduler kube-controller-manager helm
 
 # Small ones first, so store and Redis work can start while Kubernetes builds.
 if missing mongotestd; then build_mongotestd; fi
 if missing etcd; then build etcd "-s -w" .; fi
+# helm installs the chart in the release tests: ~3 min.
+if missing helm; then
+	build helm "-s -w -X helm.sh/helm/v3/internal/version.version=v${HELM_VERSION} \
+ -X helm.sh/helm/v3/internal/version.gitTreeState=clean" helm.sh/helm/v3/cmd/helm
+fi
 if missing kube-apiserver kube-scheduler kube-controller-manager; then
 	build kube "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-apiserver \
 		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager

@@ -3,6 +3,8 @@
 # CI on the same machine), rebuilt from scratch on a new machine.
 KUBE_VERSION=1.35.4
 ETCD_VERSION=3.6.16
+# helm is kept in the same folder; hack/tools/helm/go.mod pins it too.
+HELM_VERSION=3.22.0
 # -pN is the patch level of mongotestd's FerretDB (hack/tools/mongotestd/
 # ferretdb-*.patch): bump it, here and in sandbox/proc.go, whenever the patches
 # or mongotestd change, so that every machine rebuilds mongotestd.

@@ -66,7 +66,7 @@ func newEnv(t *testing.T) *env {
 		if shared.err != nil {
 			return
 		}
-		shared.cluster, shared.err = sandbox.StartCluster(ctx, shared.dir)
+		shared.cluster, shared.err = sandbox.StartCluster(ctx, shared.dir, sandbox.ClusterOptions{})
 		if shared.err == nil {
 			shared.err = k8s.InstallCRDs(ctx, shared.cluster.Config)
 		}

@@ -2,11 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/hex"
-	"encoding/pem"
 	"fmt"
 	"net/http"
 	"os"
@@ -23,23 +18,41 @@ import (
 
 // Cluster is a real Kubernetes control plane on loopback: etcd,
 // kube-apiserver, kube-scheduler and kube-controller-manager (garbage
-// collector, namespace, and PVC/PV protection controllers). No node runs
-// pods; the simulated kubelet does that, and also binds PVCs.
+// collector, namespace, PVC/PV protection, ServiceAccount, root CA
+// publisher, Deployment, ReplicaSet and disruption controllers). No node
+// runs pods; the simulated kubelet does that, and also binds PVCs.
 type Cluster struct {
 	Etcd, APIServer, Scheduler, ControllerManager *Process
 	// Kubeconfig is the path of a kubeconfig for an admin user.
 	Kubeconfig string
 	// Config is the same as a client-go REST config.
 	Config *rest.Config
+	// CA is the PEM certificate of the CA that signed the apiserver's
+	// serving certificate; pods get it as ca.crt.
+	CA []byte
+	// AuditLog is the path of the apiserver's audit log (JSON lines), when
+	// ClusterOptions.RBAC asked for one.
+	AuditLog string
 
+	opts    ClusterOptions
 	dir     string
 	etcdURL string
 }
 
+// ClusterOptions configure StartCluster.
+type ClusterOptions struct {
+	// RBAC makes the apiserver authorize as a production cluster does
+	// (--authorization-mode=Node,RBAC) and run the ServiceAccount admission
+	// plugin, which gives pods their ServiceAccount token volume. Without
+	// it every request is allowed and pods get no token. With it, requests
+	// of ServiceAccounts are written to AuditLog.
+	RBAC bool
+}
+
 // StartCluster starts the control plane with its files under dir and waits
 // until the apiserver is ready and the default namespace exists.
-func StartCluster(ctx context.Context, dir string) (*Cluster, error) {
-	c := &Cluster{dir: dir}
+func StartCluster(ctx context.Context, dir string, opts ClusterOptions) (*Cluster, error) {
+	c := &Cluster{dir: dir, opts: opts}
 	if err := c.start(ctx); err != nil {
 		c.Stop()
 		return nil, err
@@ -54,6 +67,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	token, err := writeAuthFiles(certs)
 	if err != nil {
+		return err
+	}
+	if c.CA, err = writeServingCerts(certs); err != nil {
 		return err
 	}
 	if err := c.startEtcd(ctx); err != nil {
@@ -71,7 +87,9 @@ func (c *Cluster) start(ctx context.Context) error {
 			"--bind-address=127.0.0.1", "--secure-port=0"}, &c.Scheduler},
 		{"kube-controller-manager", []string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false",
 			"--bind-address=127.0.0.1", "--secure-port=0",
-			"--controllers=garbagecollector,namespace,pvc-protection,pv-protection",
+			"--controllers=garbagecollector,namespace,pvc-protection,pv-protection,serviceaccount," +
+				"root-ca-cert-publisher,deployment,replicaset,disruption",
+			"--root-ca-file=" + filepath.Join(certs, "ca.crt"),
 			"--use-service-account-credentials=false", "--concurrent-gc-syncs=5"}, &c.ControllerManager},
 	} {
 		path, err := Bin(p.name)
@@ -131,21 +149,35 @@ func (c *Cluster) startAPIServer(ctx context.Context, certs, token string) error
 		Args: []string{"--etcd-servers=" + c.etcdURL,
 			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(port), "--cert-dir=" + certs,
+			"--tls-cert-file=" + filepath.Join(certs, "apiserver.crt"),
+			"--tls-private-key-file=" + filepath.Join(certs, "apiserver.key"),
 			"--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true",
-			"--authorization-mode=AlwaysAllow", "--token-auth-file=" + filepath.Join(certs, "tokens.csv"),
-			"--disable-admission-plugins=ServiceAccount",
+			"--token-auth-file=" + filepath.Join(certs, "tokens.csv"),
 			"--service-account-issuer=" + host + "/",
 			"--service-account-key-file=" + filepath.Join(certs, "sa.pub"),
 			"--service-account-signing-key-file=" + filepath.Join(certs, "sa.key"),
 			"--max-requests-inflight=2000", "--max-mutating-requests-inflight=1000",
 			"--enable-priority-and-fairness=false"}}
+	if c.opts.RBAC {
+		policy := filepath.Join(certs, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+			return fmt.Errorf("writing audit policy: %w", err)
+		}
+		c.AuditLog = filepath.Join(c.dir, "audit.log")
+		c.APIServer.Args = append(c.APIServer.Args, "--authorization-mode=Node,RBAC",
+			"--audit-policy-file="+policy, "--audit-log-path="+c.AuditLog, "--audit-log-format=json",
+			"--audit-log-mode=blocking")
+	} else {
+		c.APIServer.Args = append(c.APIServer.Args, "--authorization-mode=AlwaysAllow",
+			"--disable-admission-plugins=ServiceAccount")
+	}
 	if err := c.APIServer.Start(); err != nil {
 		return err
 	}
 	c.Config = &rest.Config{Host: host, BearerToken: token, QPS: 500, Burst: 1000,
-		TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.CA}}
 	c.Kubeconfig = filepath.Join(c.dir, "kubeconfig")
-	if err := writeKubeconfig(c.Kubeconfig, host, token); err != nil {
+	if err := writeKubeconfig(c.Kubeconfig, host, token, c.CA); err != nil {
 		return err
 	}
 	hc, err := rest.HTTPClientFor(c.Config)
@@ -206,38 +238,9 @@ func httpOK(url string, hc *http.Client) func(context.Context) error {
 	}
 }
 
-// writeAuthFiles writes the service-account key pair and a static token
-// for the admin user, and returns the token.
-func writeAuthFiles(dir string) (string, error) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return "", fmt.Errorf("generating service-account key: %w", err)
-	}
-	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	if err != nil {
-		return "", fmt.Errorf("encoding service-account key: %w", err)
-	}
-	files := map[string][]byte{
-		"sa.key": pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
-		"sa.pub": pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}),
-	}
-	raw := make([]byte, 16)
-	if _, err := rand.Read(raw); err != nil {
-		return "", fmt.Errorf("generating token: %w", err)
-	}
-	token := hex.EncodeToString(raw)
-	files["tokens.csv"] = []byte(token + ",admin,admin-uid,system:masters\n")
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return "", fmt.Errorf("writing %s: %w", name, err)
-		}
-	}
-	return token, nil
-}
-
-func writeKubeconfig(path, host, token string) error {
+func writeKubeconfig(path, host, token string, ca []byte) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["sandbox"] = &clientcmdapi.Cluster{Server: host, InsecureSkipTLSVerify: true}
+	cfg.Clusters["sandbox"] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: ca}
 	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts["sandbox"] = &clientcmdapi.Context{Cluster: "sandbox", AuthInfo: "admin", Namespace: "default"}
 	cfg.CurrentContext = "sandbox"

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -10,16 +11,21 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis is a redis-server on a loopback port.
+// Redis is a redis-server on a loopback address.
 type Redis struct {
 	*Process
+	Host string
 	Port int
 }
 
 // StartRedis starts a redis-server whose files and log live in dir, and
 // waits until it answers PING.
 func StartRedis(ctx context.Context, dir string) (*Redis, error) {
-	r, err := newRedis(dir, "--save", "", "--appendonly", "no", "--databases", "64")
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	r, err := newRedis("127.0.0.1", port, dir, "--save", "", "--appendonly", "no", "--databases", "64")
 	if err != nil {
 		return nil, err
 	}
@@ -30,21 +36,17 @@ func StartRedis(ctx context.Context, dir string) (*Redis, error) {
 	return r, nil
 }
 
-// newRedis prepares a redis-server on a free loopback port with its files
-// in dir; args are added to the command line.
-func newRedis(dir string, args ...string) (*Redis, error) {
+// newRedis prepares a redis-server on host:port with its files in dir;
+// args are added to the command line.
+func newRedis(host string, port int, dir string, args ...string) (*Redis, error) {
 	path, err := Bin("redis-server")
 	if err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	return &Redis{Port: port, Process: &Process{
+	return &Redis{Host: host, Port: port, Process: &Process{
 		Name: "redis-server",
 		Path: path,
-		Args: append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir}, args...),
+		Args: append([]string{"--bind", host, "--port", strconv.Itoa(port), "--dir", dir}, args...),
 		Dir:  dir,
 	}}, nil
 }
@@ -63,7 +65,7 @@ func (r *Redis) Restart(ctx context.Context) error {
 }
 
 // Addr is host:port.
-func (r *Redis) Addr() string { return fmt.Sprintf("127.0.0.1:%d", r.Port) }
+func (r *Redis) Addr() string { return net.JoinHostPort(r.Host, strconv.Itoa(r.Port)) }
 
 // URL returns the redis:// URL of database db.
 func (r *Redis) URL(db int) string { return fmt.Sprintf("redis://%s/%d", r.Addr(), db) }

@@ -14,11 +14,14 @@ import (
 // and any other image whose repository's last element is "redis".
 const RedisImage = "redis"
 
+// redisPort is the port Redis pods serve, as the per-crawl Redis URLs say.
+const redisPort = 6379
+
 // RedisProgram is the Redis stand-in: each run starts a real redis-server
-// on a free loopback port, with its files in the pod's /data mount when
-// there is one (else a temporary folder) and the append-only file on, so
-// the data survives the pod being deleted and created again on the same
-// PVC. While the server runs, the pod's DNS names
+// on the pod's address and port 6379, with its files in the pod's /data
+// mount when there is one (else a temporary folder) and the append-only
+// file on, so the data survives the pod being deleted and created again
+// on the same PVC. While the server runs, the pod's DNS names
 // (<hostname>.<subdomain>.<ns>.svc[.<domain>]) point to it in dns. The
 // container's args are ignored: upstream's redis.conf sets just these
 // options (appendonly yes, dir /data). The server's log is the container's.
@@ -34,7 +37,7 @@ func RedisProgram(dns *kubelet.DNS) kubelet.Program {
 			defer os.RemoveAll(tmp)
 			dir = tmp
 		}
-		r, err := newRedis(dir, "--appendonly", "yes", "--save", "")
+		r, err := newRedis(c.PodIP, redisPort, dir, "--appendonly", "yes", "--save", "")
 		if err != nil {
 			fmt.Fprintln(c.Stdout, err)
 			return 1

@@ -50,6 +50,9 @@ type Options struct {
 	CrawlPriorityClasses int
 	// ClusterDomain is the DNS domain of the cluster (default cluster.local).
 	ClusterDomain string
+	// RBAC makes the cluster enforce RBAC, give pods ServiceAccount tokens
+	// and write an audit log of ServiceAccount requests (ClusterOptions).
+	RBAC bool
 	// Logger receives the sandbox's and the kubelet's log (default: discarded).
 	Logger *slog.Logger
 }
@@ -106,7 +109,7 @@ func (e *Env) start(ctx context.Context, opts Options, began time.Time) error {
 	clusterDone := make(chan error, 1)
 	go func() {
 		var err error
-		e.Cluster, err = StartCluster(ctx, filepath.Join(e.Dir, "cluster"))
+		e.Cluster, err = StartCluster(ctx, filepath.Join(e.Dir, "cluster"), ClusterOptions{RBAC: opts.RBAC})
 		clusterDone <- err
 	}()
 	var err error
@@ -133,7 +136,7 @@ func (e *Env) start(ctx context.Context, opts Options, began time.Time) error {
 	}
 	e.Kubelet, err = kubelet.Start(ctx, e.Client, kubelet.Options{
 		Dir: filepath.Join(e.Dir, "kubelet"), Nodes: opts.Nodes, Programs: programs, DNS: dns,
-		Backoff: opts.RestartBackoff, Logger: e.log.With("component", "kubelet"),
+		Backoff: opts.RestartBackoff, APIServer: e.Cluster.Config.Host, Logger: e.log.With("component", "kubelet"),
 	})
 	if err != nil {
 		return err
@@ -148,6 +151,16 @@ func (e *Env) start(ctx context.Context, opts Options, began time.Time) error {
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
+		if opts.RBAC {
+			// ServiceAccount admission rejects pods until the
+			// controller-manager created the namespace's default account.
+			if err := WaitFor(ctx, 30*time.Second, 50*time.Millisecond, nil, func(ctx context.Context) error {
+				_, err := e.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+				return err
+			}); err != nil {
+				return fmt.Errorf("waiting for namespace %s's default serviceaccount: %w", ns, err)
+			}
 		}
 	}
 	return k8s.EnsurePriorityClasses(ctx, e.Client, opts.CrawlPriorityClasses)

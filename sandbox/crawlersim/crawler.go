@@ -45,6 +45,7 @@ func (p *process) main() int {
 	}
 	p.mu.Unlock()
 	p.log.setDebug(params.debugLogging)
+	p.serveHealthCheck(params.healthCheckPort)
 	for _, w := range params.seedWarnings {
 		p.log.warn("general", w, nil)
 	}

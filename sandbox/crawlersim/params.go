@@ -26,6 +26,7 @@ type params struct {
 	waitOnDone       bool
 	debugLogging     bool
 	maxPageTime      float64 // seconds: the pending-lock lease
+	healthCheckPort  int
 	sim              knobs
 	seedWarnings     []string // invalid seeds skipped and bad sim-* parameters
 }
@@ -55,6 +56,7 @@ func newParams(opts map[string]any, env map[string]string, hostname, ts string) 
 		logErrorsToRedis: optBool(opts, "logErrorsToRedis"),
 		restartsOnError:  optBool(opts, "restartsOnError"),
 		waitOnDone:       optBool(opts, "waitOnDone"),
+		healthCheckPort:  int(optNumber(opts, "healthCheckPort", 0)),
 	}
 	if p.crawlID == "" {
 		p.crawlID = env["CRAWL_ID"]

@@ -23,6 +23,9 @@ type Options struct {
 	Env map[string]string
 	// Hostname is the pod name, the instance id in every per-instance key.
 	Hostname string
+	// ListenHost is the pod's address, where the health check server
+	// listens (--healthCheckPort). Empty: no health check server.
+	ListenHost string
 	// WorkDir is the local folder behind the working directory /crawls
 	// (the pod's PVC). Empty means the current directory.
 	WorkDir string

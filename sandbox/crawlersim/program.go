@@ -24,15 +24,16 @@ const crawlsMount = "/crawls"
 func Program(tune func(*Options)) kubelet.Program {
 	return func(ctx context.Context, c *kubelet.Container) int {
 		opts := Options{
-			Args:     c.Args,
-			Env:      c.Env,
-			Hostname: c.Hostname,
-			WorkDir:  c.Mounts[crawlsMount],
-			Mounts:   c.Mounts,
-			Dial:     c.Dial,
-			Stdout:   c.Stdout,
-			Killed:   c.Killed,
-			Restarts: c.Restarts,
+			Args:       c.Args,
+			Env:        c.Env,
+			Hostname:   c.Hostname,
+			ListenHost: c.PodIP,
+			WorkDir:    c.Mounts[crawlsMount],
+			Mounts:     c.Mounts,
+			Dial:       c.Dial,
+			Stdout:     c.Stdout,
+			Killed:     c.Killed,
+			Restarts:   c.Restarts,
 		}
 		if opts.WorkDir == "" {
 			// No volume: like a container writing to its own writable

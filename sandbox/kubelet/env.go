@@ -3,6 +3,8 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,11 +14,16 @@ import (
 )
 
 // containerEnv resolves a container's environment the way the kubelet
-// does: envFrom sources first, then env entries in order, each value
-// $(VAR)-expanded against what came before. ConfigMaps and Secrets are read
-// fresh from the API, so a restarted container sees their current data.
-func containerEnv(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, c *corev1.Container) (map[string]string, error) {
-	env := make(map[string]string)
+// does: the apiserver's address (when apiServer is set), then envFrom
+// sources, then env entries in order, each value $(VAR)-expanded against
+// what came before. ConfigMaps and Secrets are read fresh from the API, so
+// a restarted container sees their current data.
+func containerEnv(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, c *corev1.Container,
+	podIP, apiServer string) (map[string]string, error) {
+	env, err := kubernetesServiceEnv(apiServer)
+	if err != nil {
+		return nil, err
+	}
 	for _, from := range c.EnvFrom {
 		data, err := envSource(ctx, client, pod.Namespace, from)
 		if err != nil {
@@ -31,7 +38,7 @@ func containerEnv(ctx context.Context, client kubernetes.Interface, pod *corev1.
 			env[e.Name] = expand(e.Value, env)
 			continue
 		}
-		v, ok, err := envValueFrom(ctx, client, pod, e.ValueFrom)
+		v, ok, err := envValueFrom(ctx, client, pod, e.ValueFrom, podIP)
 		if err != nil {
 			return nil, fmt.Errorf("env %s: %w", e.Name, err)
 		}
@@ -72,10 +79,11 @@ func envSource(ctx context.Context, client kubernetes.Interface, ns string, from
 
 // envValueFrom returns the value of one valueFrom source; ok is false when
 // an optional key is missing, which leaves the variable unset.
-func envValueFrom(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, src *corev1.EnvVarSource) (v string, ok bool, err error) {
+func envValueFrom(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, src *corev1.EnvVarSource,
+	podIP string) (v string, ok bool, err error) {
 	switch {
 	case src.FieldRef != nil:
-		v, err := podField(pod, src.FieldRef.FieldPath)
+		v, err := podField(pod, src.FieldRef.FieldPath, podIP)
 		return v, err == nil, err
 	case src.ConfigMapKeyRef != nil:
 		ref := src.ConfigMapKeyRef
@@ -114,8 +122,8 @@ func keyValue(kind, name, key string, data map[string]string, getErr error, opti
 	return "", false, fmt.Errorf("%s %s has no key %s", kind, name, key)
 }
 
-// podField resolves the fieldRef paths the downward API offers for env.
-func podField(pod *corev1.Pod, path string) (string, error) {
+// podField resolves the fieldRef paths the downward API offers.
+func podField(pod *corev1.Pod, path, podIP string) (string, error) {
 	switch path {
 	case "metadata.name":
 		return pod.Name, nil
@@ -127,8 +135,10 @@ func podField(pod *corev1.Pod, path string) (string, error) {
 		return pod.Spec.NodeName, nil
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
-	case "status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs":
+	case "status.podIP", "status.podIPs":
 		return podIP, nil
+	case "status.hostIP", "status.hostIPs":
+		return nodeIP, nil
 	}
 	for prefix, m := range map[string]map[string]string{
 		"metadata.labels": pod.Labels, "metadata.annotations": pod.Annotations,
@@ -141,6 +151,33 @@ func podField(pod *corev1.Pod, path string) (string, error) {
 }
 
 func optional(b *bool) bool { return b != nil && *b }
+
+// kubernetesServiceEnv is what the kubelet tells every container about the
+// apiserver (the kubernetes Service); client-go's in-cluster config reads
+// KUBERNETES_SERVICE_HOST and _PORT.
+func kubernetesServiceEnv(apiServer string) (map[string]string, error) {
+	env := make(map[string]string)
+	if apiServer == "" {
+		return env, nil
+	}
+	u, err := url.Parse(apiServer)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver URL: %w", err)
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = "443"
+	}
+	addr := net.JoinHostPort(host, port)
+	env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"] = host, port
+	env["KUBERNETES_SERVICE_PORT_HTTPS"] = port
+	env["KUBERNETES_PORT"] = "tcp://" + addr
+	env["KUBERNETES_PORT_"+port+"_TCP"] = "tcp://" + addr
+	env["KUBERNETES_PORT_"+port+"_TCP_PROTO"] = "tcp"
+	env["KUBERNETES_PORT_"+port+"_TCP_PORT"] = port
+	env["KUBERNETES_PORT_"+port+"_TCP_ADDR"] = host
+	return env, nil
+}
 
 // expand replaces $(VAR) with the value of VAR when it is defined and turns
 // $$ into $, like the kubelet does for env values, command and args.

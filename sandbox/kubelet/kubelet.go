@@ -7,12 +7,17 @@
 // image. It also plays the PV controller: every PVC gets a PV backed by a
 // local folder and both are Bound.
 //
-// Not simulated: init containers, probes, resource limits, image pulls,
-// and the kubelet's HTTP endpoint. Without that endpoint the apiserver
-// cannot serve pods/log, exec or port-forward; read container logs with
-// Kubelet.Logs (or the files under Options.Dir/logs) instead. Every pod has
-// IP 127.0.0.1, so programs that listen must use distinct ports and publish
-// them through DNS.
+// Every pod gets its own loopback address (127.x.y.z), so programs can
+// listen on their containers' real ports; Service names resolve to the
+// ready pods behind them (DNS for programs in this process, Hosts for
+// processes). HTTP and TCP readiness and liveness probes run against the
+// pod's address.
+//
+// Not simulated: init containers, startup and exec probes, resource
+// limits, image pulls, and the kubelet's HTTP endpoint. Without that
+// endpoint the apiserver cannot serve pods/log, exec or port-forward; read
+// container logs with Kubelet.Logs (or the files under Options.Dir/logs)
+// instead.
 package kubelet
 
 import (
@@ -64,6 +69,10 @@ type Options struct {
 	// LogLimit is how many bytes of each container's log Logs keeps;
 	// default 1 MiB.
 	LogLimit int
+	// APIServer is the apiserver's URL as pods reach it; when set, every
+	// container gets KUBERNETES_SERVICE_HOST and _PORT pointing there, as
+	// a kubelet gives them the kubernetes Service's address.
+	APIServer string
 	// Logger receives the kubelet's own log; default: discarded.
 	Logger *slog.Logger
 }
@@ -143,6 +152,7 @@ type Kubelet struct {
 	pods       corelisters.PodLister
 	claims     corelisters.PersistentVolumeClaimLister
 	volumes    corelisters.PersistentVolumeLister
+	services   corelisters.ServiceLister
 	podQueue   workqueue.TypedRateLimitingInterface[string]
 	claimQueue workqueue.TypedRateLimitingInterface[string]
 
@@ -152,6 +162,9 @@ type Kubelet struct {
 
 	mu      sync.Mutex
 	workers map[string]*podWorker // by pod key
+
+	ipMu   sync.Mutex
+	podIPs map[string]bool // in use by this kubelet's pods
 
 	logMu   sync.Mutex
 	logs    map[logKey]*containerLog
@@ -170,7 +183,7 @@ func Start(ctx context.Context, client kubernetes.Interface, opts Options) (*Kub
 		return nil, err
 	}
 	k := &Kubelet{opts: opts, client: client, dns: opts.DNS, log: opts.Logger,
-		workers: make(map[string]*podWorker), logs: make(map[logKey]*containerLog),
+		workers: make(map[string]*podWorker), podIPs: make(map[string]bool), logs: make(map[logKey]*containerLog),
 		podQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubelet-pods"}),
 		claimQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -206,16 +219,21 @@ func (k *Kubelet) start(ctx, runCtx context.Context) error {
 	k.factory = factory
 	claimInformer := factory.Core().V1().PersistentVolumeClaims()
 	volumeInformer := factory.Core().V1().PersistentVolumes()
+	serviceInformer := factory.Core().V1().Services()
 	k.pods = corelisters.NewPodLister(podInformer.GetIndexer())
 	k.claims, k.volumes = claimInformer.Lister(), volumeInformer.Lister()
+	k.services = serviceInformer.Lister()
+	k.dns.setServices(k.serviceAddr)
+	touch := func(any) { k.dns.touch() }
 
 	handlers := []struct {
 		informer cache.SharedIndexInformer
 		enqueue  func(any)
 	}{
-		{podInformer, k.enqueuePod},
+		{podInformer, func(obj any) { k.enqueuePod(obj); touch(obj) }},
 		{claimInformer.Informer(), func(obj any) { enqueueKey(k.claimQueue, obj) }},
 		{volumeInformer.Informer(), k.enqueueVolumeClaim},
+		{serviceInformer.Informer(), touch},
 	}
 	for _, h := range handlers {
 		if _, err := h.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -228,8 +246,8 @@ func (k *Kubelet) start(ctx, runCtx context.Context) error {
 	}
 	k.wg.Go(func() { podInformer.Run(runCtx.Done()) })
 	factory.Start(runCtx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced,
-		claimInformer.Informer().HasSynced, volumeInformer.Informer().HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, claimInformer.Informer().HasSynced,
+		volumeInformer.Informer().HasSynced, serviceInformer.Informer().HasSynced) {
 		return fmt.Errorf("kubelet: waiting for caches: %w", ctx.Err())
 	}
 	k.wg.Go(func() { k.runQueue(runCtx, k.claimQueue, k.syncClaim) })
@@ -354,6 +372,7 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 		delete(k.workers, key)
 		k.wg.Go(func() {
 			<-old.done
+			k.releasePodIP(old.ip)
 			if err := os.RemoveAll(k.podDir(old.uid)); err != nil {
 				k.log.Warn("removing pod folder", "err", err)
 			}

@@ -3,6 +3,7 @@ package kubelet_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,7 +71,8 @@ func TestPodWithPriorityClassAndPVCSucceeds(t *testing.T) {
 	if pod.Spec.NodeName == "" || pod.Spec.Priority == nil || *pod.Spec.Priority != 1000 {
 		t.Errorf("node %q, priority %v; want a node and priority 1000", pod.Spec.NodeName, pod.Spec.Priority)
 	}
-	if pod.Status.PodIP != "127.0.0.1" || pod.Status.StartTime == nil ||
+	if ip := net.ParseIP(pod.Status.PodIP); ip == nil || !ip.IsLoopback() || pod.Status.PodIP == "127.0.0.1" ||
+		pod.Status.HostIP != "127.0.0.1" || pod.Status.StartTime == nil ||
 		pod.Status.ContainerStatuses[0].State.Running == nil {
 		t.Errorf("running pod's status: %s", describe(pod))
 	}

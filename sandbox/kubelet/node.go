@@ -132,7 +132,7 @@ func (k *Kubelet) nodeStatus(old corev1.NodeStatus, name string, now metav1.Time
 		Allocatable: resources,
 		Conditions:  conditions,
 		Addresses: []corev1.NodeAddress{
-			{Type: corev1.NodeInternalIP, Address: podIP}, {Type: corev1.NodeHostName, Address: name},
+			{Type: corev1.NodeInternalIP, Address: nodeIP}, {Type: corev1.NodeHostName, Address: name},
 		},
 		NodeInfo: corev1.NodeSystemInfo{
 			KubeletVersion: kubeletVersion, OperatingSystem: "linux", Architecture: runtime.GOARCH,

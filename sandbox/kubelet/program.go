@@ -20,17 +20,26 @@ type Program func(ctx context.Context, c *Container) int
 
 // Container is one run of a container, as its program sees it.
 type Container struct {
-	Pod      *corev1.Pod       // the pod when this run started (read-only)
-	Name     string            // container name
-	Image    string            // image as written in the pod spec
-	Args     []string          // command followed by args, $(VAR) expanded
-	Env      map[string]string // env + envFrom resolved (ConfigMaps, Secrets, fieldRefs)
-	Hostname string            // spec.hostname, else the pod name
-	Mounts   map[string]string // mountPath -> local path (file for subPath mounts)
-	Stdout   io.Writer         // the container log
-	Restarts int               // restartCount before this run
+	Pod   *corev1.Pod // the pod when this run started (read-only)
+	Name  string      // container name
+	Image string      // image as written in the pod spec
+	Args  []string    // command followed by args, $(VAR) expanded
+	// Command and CommandArgs are the spec's command and args apart,
+	// $(VAR) expanded; an empty one means the image's default.
+	Command, CommandArgs []string
+	Env                  map[string]string // env + envFrom resolved (ConfigMaps, Secrets, fieldRefs)
+	Hostname             string            // spec.hostname, else the pod name
+	PodIP                string            // the pod's own loopback address
+	Mounts               map[string]string // mountPath -> local path (file for subPath mounts)
+	// Dir is an empty folder for this run, removed with the pod.
+	Dir      string
+	Stdout   io.Writer // the container log
+	Restarts int       // restartCount before this run
 	// Dial resolves the sandbox's cluster DNS names (see DNS).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Hosts renders the pod's /etc/hosts (Kubelet.Hosts) and returns a
+	// channel closed when it may have changed.
+	Hosts func() (hosts []byte, changed <-chan struct{})
 	// Killed closes when the grace period ran out (SIGKILL).
 	Killed <-chan struct{}
 }

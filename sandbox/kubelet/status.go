@@ -8,11 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// podIP is the address of every pod and node: programs listen on loopback.
-const podIP = "127.0.0.1"
-
 // podState is what a pod worker knows about its pod.
 type podState struct {
+	podIP      string
 	startTime  metav1.Time
 	containers []corev1.ContainerStatus
 	// final is set once no container will run again.
@@ -25,9 +23,9 @@ type podState struct {
 func podStatus(base corev1.PodStatus, st podState, now metav1.Time) corev1.PodStatus {
 	s := *base.DeepCopy()
 	s.Phase = podPhase(st.containers, st.final)
-	s.HostIP, s.PodIP = podIP, podIP
-	s.HostIPs = []corev1.HostIP{{IP: podIP}}
-	s.PodIPs = []corev1.PodIP{{IP: podIP}}
+	s.HostIP, s.PodIP = nodeIP, st.podIP
+	s.HostIPs = []corev1.HostIP{{IP: nodeIP}}
+	s.PodIPs = []corev1.PodIP{{IP: st.podIP}}
 	start := st.startTime
 	s.StartTime = &start
 	s.ContainerStatuses = make([]corev1.ContainerStatus, len(st.containers))

@@ -106,11 +106,11 @@ func TestPodStatusKeepsForeignConditions(t *testing.T) {
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: then},
 		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: then},
 	}}
-	st := podState{containers: []corev1.ContainerStatus{{Name: "c", Ready: true,
+	st := podState{podIP: "127.1.2.3", containers: []corev1.ContainerStatus{{Name: "c", Ready: true,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
 	now := metav1.NewTime(then.Add(time.Hour))
 	got := podStatus(base, st, now)
-	if got.Phase != corev1.PodRunning || got.PodIP != podIP || got.QOSClass != corev1.PodQOSBurstable {
+	if got.Phase != corev1.PodRunning || got.PodIP != "127.1.2.3" || got.HostIP != nodeIP || got.QOSClass != corev1.PodQOSBurstable {
 		t.Fatalf("status = %+v", got)
 	}
 	byType := map[corev1.PodConditionType]corev1.PodCondition{}
@@ -178,12 +178,16 @@ func TestContainerEnv(t *testing.T) {
 				LocalObjectReference: corev1.LocalObjectReference{Name: "nope"}, Key: "X", Optional: new(true)}}},
 		},
 	}
-	env, err := containerEnv(context.Background(), client, pod, c)
+	env, err := containerEnv(context.Background(), client, pod, c, "127.9.8.7", "https://127.0.0.1:6443")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"A": "override-from-cm", "KEY": "k", "S_PASS": "s3cret", "NAME": "p",
-		"ROLE": "crawler", "IP": "127.0.0.1", "K": "k"}
+		"ROLE": "crawler", "IP": "127.9.8.7", "K": "k",
+		"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": "6443",
+		"KUBERNETES_SERVICE_PORT_HTTPS": "6443", "KUBERNETES_PORT": "tcp://127.0.0.1:6443",
+		"KUBERNETES_PORT_6443_TCP": "tcp://127.0.0.1:6443", "KUBERNETES_PORT_6443_TCP_PROTO": "tcp",
+		"KUBERNETES_PORT_6443_TCP_PORT": "6443", "KUBERNETES_PORT_6443_TCP_ADDR": "127.0.0.1"}
 	if len(env) != len(want) {
 		t.Errorf("env = %v, want %v", env, want)
 	}
@@ -195,7 +199,7 @@ func TestContainerEnv(t *testing.T) {
 
 	c.Env = append(c.Env, corev1.EnvVar{Name: "MISSING", ValueFrom: &corev1.EnvVarSource{
 		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}, Key: "X"}}})
-	if _, err := containerEnv(context.Background(), client, pod, c); err == nil || !strings.Contains(err.Error(), "gone") {
+	if _, err := containerEnv(context.Background(), client, pod, c, "", ""); err == nil || !strings.Contains(err.Error(), "gone") {
 		t.Errorf("missing configmap: err = %v, want an error naming it", err)
 	}
 }

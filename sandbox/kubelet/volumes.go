@@ -13,11 +13,12 @@ import (
 )
 
 // podVolumes materialises a pod's volumes and returns volume name → local
-// folder. PVCs map to their volume's folder (see claims.go); ConfigMap and
-// Secret volumes are written as files, fresh for every container start
-// like the kubelet's periodic refresh; every other volume type (emptyDir,
-// and those the sandbox does not model) is an empty folder of the pod.
-func (k *Kubelet) podVolumes(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
+// folder. PVCs map to their volume's folder (see claims.go); ConfigMap,
+// Secret, projected and downward API volumes are written as files, fresh
+// for every container start like the kubelet's periodic refresh; every
+// other volume type (emptyDir, and those the sandbox does not model) is an
+// empty folder of the pod.
+func (k *Kubelet) podVolumes(ctx context.Context, pod *corev1.Pod, podIP string) (map[string]string, error) {
 	paths := make(map[string]string, len(pod.Spec.Volumes))
 	for _, v := range pod.Spec.Volumes {
 		var (
@@ -31,6 +32,10 @@ func (k *Kubelet) podVolumes(ctx context.Context, pod *corev1.Pod) (map[string]s
 			path, err = k.writeConfigMap(ctx, pod, v.Name, v.ConfigMap)
 		case v.Secret != nil:
 			path, err = k.writeSecret(ctx, pod, v.Name, v.Secret)
+		case v.Projected != nil:
+			path, err = k.writeProjected(ctx, pod, podIP, v.Name, v.Projected)
+		case v.DownwardAPI != nil:
+			path, err = k.writeDownwardAPI(pod, podIP, v.Name, v.DownwardAPI)
 		default:
 			path = filepath.Join(k.podDir(pod.UID), "volumes", v.Name)
 			err = os.MkdirAll(path, 0o755)
@@ -73,7 +78,11 @@ func (k *Kubelet) writeConfigMap(ctx context.Context, pod *corev1.Pod, volume st
 	case !apierrors.IsNotFound(err) || !optional(src.Optional):
 		return "", fmt.Errorf("configmap %s: %w", src.Name, err)
 	}
-	return k.writeVolumeFiles(pod, volume, data, src.Items, optional(src.Optional))
+	files := make(map[string][]byte)
+	if err := project(data, src.Items, optional(src.Optional), files); err != nil {
+		return "", err
+	}
+	return k.writeVolumeFiles(pod, volume, files)
 }
 
 func (k *Kubelet) writeSecret(ctx context.Context, pod *corev1.Pod, volume string, src *corev1.SecretVolumeSource) (string, error) {
@@ -85,29 +94,17 @@ func (k *Kubelet) writeSecret(ctx context.Context, pod *corev1.Pod, volume strin
 	case !apierrors.IsNotFound(err) || !optional(src.Optional):
 		return "", fmt.Errorf("secret %s: %w", src.SecretName, err)
 	}
-	return k.writeVolumeFiles(pod, volume, data, src.Items, optional(src.Optional))
+	files := make(map[string][]byte)
+	if err := project(data, src.Items, optional(src.Optional), files); err != nil {
+		return "", err
+	}
+	return k.writeVolumeFiles(pod, volume, files)
 }
 
-// writeVolumeFiles writes data into the pod's folder for volume: the
-// listed items at their paths, or every key at its own name.
-func (k *Kubelet) writeVolumeFiles(pod *corev1.Pod, volume string, data map[string][]byte, items []corev1.KeyToPath, optional bool) (string, error) {
+// writeVolumeFiles writes files (path in the volume → content) into the
+// pod's folder for volume.
+func (k *Kubelet) writeVolumeFiles(pod *corev1.Pod, volume string, files map[string][]byte) (string, error) {
 	dir := filepath.Join(k.podDir(pod.UID), "volumes", volume)
-	files := make(map[string][]byte)
-	for key, v := range data {
-		if len(items) == 0 {
-			files[key] = v
-		}
-	}
-	for _, it := range items {
-		v, ok := data[it.Key]
-		if !ok {
-			if optional {
-				continue
-			}
-			return "", fmt.Errorf("no key %s", it.Key)
-		}
-		files[it.Path] = v
-	}
 	for name, v := range files {
 		if !filepath.IsLocal(name) {
 			return "", fmt.Errorf("path %q leaves the volume", name)

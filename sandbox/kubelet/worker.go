@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -29,6 +31,7 @@ const retryInterval = time.Second
 type podWorker struct {
 	k    *Kubelet
 	uid  types.UID
+	ip   string      // the pod's address
 	spec *corev1.Pod // the pod when first seen; a pod's spec does not change
 	logs []*containerLog
 	log  *slog.Logger
@@ -44,10 +47,11 @@ type podWorker struct {
 }
 
 func newPodWorker(k *Kubelet, pod *corev1.Pod) *podWorker {
-	w := &podWorker{k: k, uid: pod.UID, spec: pod.DeepCopy(),
+	w := &podWorker{k: k, uid: pod.UID, ip: k.allocatePodIP(), spec: pod.DeepCopy(),
 		log:  k.log.With("pod", pod.Namespace+"/"+pod.Name),
 		wake: make(chan struct{}, 1), done: make(chan struct{}), dirty: true}
 	w.state.startTime = now()
+	w.state.podIP = w.ip
 	for _, c := range pod.Spec.Containers {
 		w.logs = append(w.logs, k.containerLog(pod, c.Name))
 		w.state.containers = append(w.state.containers, corev1.ContainerStatus{
@@ -181,10 +185,13 @@ func (w *podWorker) run(ctx context.Context) {
 // says, until it is final or ctx is cancelled.
 func (w *podWorker) runContainer(ctx context.Context, killed <-chan struct{}, i int) {
 	policy := w.spec.Spec.RestartPolicy
-	name := w.spec.Spec.Containers[i].Name
+	spec := &w.spec.Spec.Containers[i]
+	name := spec.Name
 	for restarts, exp := 0, 0; ; {
-		c, reason, err := w.container(ctx, i, restarts, killed)
+		run := newContainerRun(ctx, killed)
+		c, reason, err := w.container(ctx, i, restarts, run.killed)
 		if err != nil {
+			run.end()
 			w.log.Info("container cannot start yet", "container", name, "reason", reason, "err", err)
 			w.update(i, func(s *corev1.ContainerStatus) {
 				s.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
@@ -199,17 +206,20 @@ func (w *podWorker) runContainer(ctx context.Context, killed <-chan struct{}, i 
 		w.update(i, func(s *corev1.ContainerStatus) {
 			s.RestartCount = int32(restarts)
 			s.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}
-			s.Ready, s.Started = true, new(true)
+			s.Ready, s.Started = spec.ReadinessProbe == nil, new(true)
 			s.ImageID = "sandbox://" + s.Image
 			s.ContainerID = fmt.Sprintf("sandbox://%s-%s-%d", w.uid, name, restarts)
 		})
-		code := w.k.runProgram(ctx, killed, w.k.programs.lookup(c.Image), c)
+		stopProbes := w.startProbes(run, i)
+		code := w.k.runProgram(run.ctx, run.killed, w.k.programs.lookup(c.Image), c)
+		stopProbes()
+		run.end()
 		w.log.Info("container exited", "container", name, "code", code, "restarts", restarts)
 		w.update(i, func(s *corev1.ContainerStatus) {
 			s.State = terminatedState(code, started, now())
 			s.Ready, s.Started = false, new(false)
 		})
-		if ctx.Err() != nil || !restartable(policy, code) {
+		if ctx.Err() != nil || !(restartable(policy, code) || (run.unhealthy() && policy != corev1.RestartPolicyNever)) {
 			return
 		}
 		// Like the kubelet, forget old crashes once a run lasted long.
@@ -253,11 +263,11 @@ func (w *podWorker) container(ctx context.Context, i, restarts int, killed <-cha
 	}
 	pod = pod.DeepCopy()
 	spec := &pod.Spec.Containers[i]
-	env, err := containerEnv(ctx, w.k.client, pod, spec)
+	env, err := containerEnv(ctx, w.k.client, pod, spec, w.ip, w.k.opts.APIServer)
 	if err != nil {
 		return nil, "CreateContainerConfigError", err
 	}
-	volumes, err := w.k.podVolumes(ctx, pod)
+	volumes, err := w.k.podVolumes(ctx, pod, w.ip)
 	if err != nil {
 		return nil, "ContainerCreating", err
 	}
@@ -265,23 +275,35 @@ func (w *podWorker) container(ctx context.Context, i, restarts int, killed <-cha
 	if err != nil {
 		return nil, "ContainerCreating", err
 	}
-	var args []string
-	for _, a := range append(append([]string{}, spec.Command...), spec.Args...) {
-		args = append(args, expand(a, env))
+	expandAll := func(in []string) []string {
+		var out []string
+		for _, a := range in {
+			out = append(out, expand(a, env))
+		}
+		return out
 	}
 	hostname := pod.Spec.Hostname
 	if hostname == "" {
 		hostname = pod.Name
 	}
-	return &Container{Pod: pod, Name: spec.Name, Image: spec.Image, Args: args, Env: env,
-		Hostname: hostname, Mounts: mounts, Stdout: w.logs[i], Restarts: restarts,
-		Dial: w.k.dns.Dial, Killed: killed}, "", nil
+	dir := filepath.Join(w.k.podDir(pod.UID), "containers", fmt.Sprintf("%s-%d", spec.Name, restarts))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "ContainerCreating", fmt.Errorf("creating container folder: %w", err)
+	}
+	return &Container{Pod: pod, Name: spec.Name, Image: spec.Image,
+		Args:    append(expandAll(spec.Command), expandAll(spec.Args)...),
+		Command: expandAll(spec.Command), CommandArgs: expandAll(spec.Args), Env: env,
+		Hostname: hostname, PodIP: w.ip, Mounts: mounts, Dir: dir, Stdout: w.logs[i], Restarts: restarts,
+		Dial: w.k.dns.Dial, Hosts: func() ([]byte, <-chan struct{}) {
+			changed := w.k.dns.Changed()
+			return w.k.Hosts(pod.Namespace, hostname, w.ip), changed
+		}, Killed: killed}, "", nil
 }
 
 // writeStatus merges the worker's state into the pod's status in the API.
 func (w *podWorker) writeStatus(ctx context.Context) error {
 	w.mu.Lock()
-	st := podState{startTime: w.state.startTime, final: w.state.final,
+	st := podState{podIP: w.state.podIP, startTime: w.state.startTime, final: w.state.final,
 		containers: make([]corev1.ContainerStatus, len(w.state.containers))}
 	for i := range w.state.containers {
 		w.state.containers[i].DeepCopyInto(&st.containers[i])
