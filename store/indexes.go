@@ -57,8 +57,8 @@ var indexes = map[string][]mongo.IndexModel{
 }
 
 // EnsureIndexes creates the store's indexes if they are missing. It is
-// idempotent and safe to run from every replica at startup; it waits for
-// the server within ctx.
+// idempotent and safe to run from every replica at startup (and at every
+// restart); it waits for the server within ctx.
 //
 // On FerretDB only the unique indexes and those led by an id that lists
 // filter on by equality (oid, cid, crawlId) are created: FerretDB answers
@@ -78,11 +78,14 @@ func (m *Mongo) EnsureIndexes(ctx context.Context) error {
 				return !isUnique(im) && !ledByEqualityID(im)
 			})
 		}
-		if len(models) == 0 {
-			continue
-		}
-		if _, err := m.coll(name).Indexes().CreateMany(ctx, models); err != nil {
-			return fmt.Errorf("creating indexes on %s: %w", name, err)
+		// One at a time: FerretDB v1 drops the connection when one
+		// createIndexes names two or more indexes that already exist
+		// (it removes them from its list by their original positions), so
+		// a batch would fail every start after the first.
+		for _, model := range models {
+			if _, err := m.coll(name).Indexes().CreateOne(ctx, model); err != nil {
+				return fmt.Errorf("creating indexes on %s: %w", name, err)
+			}
 		}
 	}
 	return nil
