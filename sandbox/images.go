@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
@@ -64,6 +65,49 @@ func MongoProgram() kubelet.Program {
 		}
 		cmd := exec.Command(path, "-listen", net.JoinHostPort(c.PodIP, mongoPort), "-dir", dir)
 		cmd.Env = os.Environ()
+		return runProcess(ctx, c, cmd)
+	}
+}
+
+// S3Image is the repository of Versity S3 Gateway's image, the chart's
+// bundled S3 server.
+const S3Image = "versitygw"
+
+// S3Program stands in for Versity S3 Gateway's image with the sandbox's
+// versitygw binary, as the image's entrypoint runs it: the backend and its
+// folder from VGW_BACKEND and VGW_BACKEND_ARG (a mount path, mapped to the
+// volume behind it), the keys and other settings from the container's
+// ROOT_* and VGW_* variables, which versitygw reads itself. It listens on
+// the pod's address at VGW_PORT's port (default 7070). The chart creates
+// the bucket's folder with a shell line before the entrypoint, which
+// cannot run here; the program creates the folder named by BUCKET_NAME
+// instead.
+func S3Program() kubelet.Program {
+	return func(ctx context.Context, c *kubelet.Container) int {
+		path, err := Bin("versitygw")
+		if err != nil {
+			fmt.Fprintln(c.Stdout, err)
+			return 1
+		}
+		backend, dir := c.Env["VGW_BACKEND"], c.Env["VGW_BACKEND_ARG"]
+		local := c.Mounts[dir]
+		if backend != "posix" || local == "" {
+			fmt.Fprintf(c.Stdout, "the sandbox runs only the posix backend on a mounted folder (VGW_BACKEND=%q, VGW_BACKEND_ARG=%q)\n", backend, dir)
+			return 1
+		}
+		if bucket := c.Env["BUCKET_NAME"]; bucket != "" {
+			if err := os.MkdirAll(filepath.Join(local, bucket), 0o755); err != nil {
+				fmt.Fprintln(c.Stdout, err)
+				return 1
+			}
+		}
+		port := "7070"
+		if _, p, err := net.SplitHostPort(c.Env["VGW_PORT"]); err == nil && p != "" {
+			port = p
+		}
+		cmd := exec.Command(path, "posix", local)
+		cmd.Env = containerEnviron(c)
+		cmd.Env = append(cmd.Env, "VGW_PORT="+net.JoinHostPort(c.PodIP, port))
 		return runProcess(ctx, c, cmd)
 	}
 }

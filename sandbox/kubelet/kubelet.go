@@ -211,7 +211,8 @@ func (k *Kubelet) start(ctx, runCtx context.Context) error {
 		}
 	}
 	// Only pods bound to a node are the kubelet's business.
-	podInformer := coreinformers.NewFilteredPodInformer(k.client, metav1.NamespaceAll, 0, cache.Indexers{},
+	podInformer := coreinformers.NewFilteredPodInformer(k.client, metav1.NamespaceAll, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermNotEqualSelector("spec.nodeName", "").String()
 		})
