@@ -51,3 +51,55 @@ generated, else a new random one, so upgrades keep users logged in.
 {{- end -}}
 {{- end -}}
 {{- end }}
+
+{{/*
+The bundled MongoDB's root password: the configured one, else the one a
+previous install generated, else a new random one.
+*/}}
+{{- define "trawler.mongoPassword" -}}
+{{- if .Values.mongo_auth.password -}}
+{{ .Values.mongo_auth.password }}
+{{- else -}}
+{{- $old := lookup "v1" "Secret" .Release.Namespace (printf "%s-mongo-auth" .Values.name) -}}
+{{- if and $old (index $old.data "MONGO_INITDB_ROOT_PASSWORD") -}}
+{{ index $old.data "MONGO_INITDB_ROOT_PASSWORD" | b64dec }}
+{{- else -}}
+{{ randAlphaNum 32 }}
+{{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/* The Service DNS name of a bundled store, by suffix (mongo, s3). */}}
+{{- define "trawler.localHost" -}}
+{{ printf "%s-%s.%s.svc.%s" .root.Values.name .suffix .root.Release.Namespace .root.Values.cluster_domain }}
+{{- end }}
+
+{{/* trawler's MongoDB connection string. */}}
+{{- define "trawler.mongoURI" -}}
+{{- if .Values.mongo_local -}}
+{{- $host := include "trawler.localHost" (dict "root" . "suffix" "mongo") -}}
+{{- printf "mongodb://%s:%s@%s:27017/" (.Values.mongo_auth.username | urlquery) (include "trawler.mongoPassword" . | urlquery) $host -}}
+{{- with .Values.mongo_uri_options }}?{{ . }}{{ end -}}
+{{- else -}}
+{{ .Values.mongo_uri }}
+{{- end -}}
+{{- end }}
+
+{{/* The endpoint of the bundled S3 server. */}}
+{{- define "trawler.s3Endpoint" -}}
+{{ printf "http://%s:%v/" (include "trawler.localHost" (dict "root" . "suffix" "s3")) .Values.s3_port }}
+{{- end }}
+
+{{/* The storage whose keys and bucket the bundled S3 server is set up with. */}}
+{{- define "trawler.localStorage" -}}
+{{- $found := dict -}}
+{{- range .Values.storages }}{{ if and (not .endpoint_url) (not $found.name) }}{{ $_ := set $found "name" .name }}{{ $_ := set $found "access_key" .access_key }}{{ $_ := set $found "secret_key" .secret_key }}{{ $_ := set $found "bucket_name" .bucket_name }}{{ end }}{{ end -}}
+{{ toJson $found }}
+{{- end }}
+
+{{/* Labels that select the pods of a bundled store, by component. */}}
+{{- define "trawler.storeSelectorLabels" -}}
+app.kubernetes.io/name: {{ .component }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/part-of: trawler
+{{- end }}
