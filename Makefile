@@ -19,7 +19,7 @@ FUZZTIME ?= 60s
 # every package a second time.
 export CGO_ENABLED := 0
 
-.PHONY: all build dev test testbin vet unit bench fuzz generate verify-generate clean
+.PHONY: all build dev test testbin vet unit bench fuzz generate verify-generate clean kind-up kind-down
 
 all: build
 
@@ -63,6 +63,34 @@ generate:
 ## verify-generate: fail if generated code is stale
 verify-generate:
 	hack/update-codegen.sh --verify
+
+KIND_CLUSTER := trawler
+KIND_CONTEXT := kind-$(KIND_CLUSTER)
+
+## kind-up: crawls on a kind cluster, trawler + MongoDB + S3 in docker compose (needs docker, kind, helm)
+kind-up:
+	kind get clusters | grep -qx '$(KIND_CLUSTER)' || kind create cluster --config deploy/kind/cluster.yaml
+	mkdir -p .kind
+	@# trawler runs in the control-plane node's network namespace, where the apiserver is 127.0.0.1:6443.
+	kind get kubeconfig --name $(KIND_CLUSTER) --internal \
+		| sed 's#server: https://.*:6443#server: https://127.0.0.1:6443#' > .kind/kubeconfig
+	@# The chart without its Deployment and stores: CRDs, RBAC, PriorityClasses and the crawler
+	@# namespace's objects; crawler pods upload to the compose S3 server on the node's address.
+	node_ip=$$(docker inspect -f '{{.NetworkSettings.Networks.kind.IPAddress}}' $(KIND_CLUSTER)-control-plane) && \
+	helm upgrade --install trawler deploy/helm/trawler --kube-context $(KIND_CONTEXT) \
+		--namespace trawler --create-namespace --set trawler_num_replicas=0 \
+		--set mongo_local=false --set s3_local=false \
+		--set "storages[0].name=default" --set "storages[0].access_key=ADMIN" --set "storages[0].secret_key=PASSW0RD" \
+		--set "storages[0].bucket_name=btrix-data" --set "storages[0].endpoint_url=http://$$node_ip:7070/" \
+		--set "storages[0].access_endpoint_url=http://127.0.0.1:7070/btrix-data/"
+	docker compose -f deploy/compose.yaml up --detach --build --wait
+	@echo "trawler: http://127.0.0.1:8000 (admin@example.com / PASSW0RD!); make kind-down removes it all"
+
+## kind-down: remove the compose services, their volumes and the kind cluster
+kind-down:
+	-docker compose -f deploy/compose.yaml down --volumes
+	kind delete cluster --name $(KIND_CLUSTER)
+	rm -rf .kind
 
 clean:
 	rm -rf bin .dev

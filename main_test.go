@@ -20,10 +20,15 @@ var (
 	buildOnce sync.Once
 	builtBin  string
 	buildErr  error
+	// packageCleanups run after every test, for what tests share.
+	packageCleanups []func()
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	for _, f := range packageCleanups {
+		f()
+	}
 	if builtBin != "" {
 		os.RemoveAll(filepath.Dir(builtBin))
 	}
