@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the sandbox's test binaries from Go modules (kube-apiserver,
-# kube-scheduler, kube-controller-manager, etcd, mongotestd, helm) into a per-user
-# cache shared by every clone, and installs redis-server and gcc if missing.
+# kube-scheduler, kube-controller-manager, etcd, mongotestd, helm, mailpit) into
+# a per-user cache shared by every clone, and installs redis-server and gcc if
+# missing.
 # Idempotent: only what is absent is built. Prints the binary folder last.
 #
 # The cold build takes ~12-15 min on 2 cores (kube alone ~9 min); later runs take seconds.
@@ -83,6 +84,9 @@ if missing helm; then
 	build helm "-s -w -X helm.sh/helm/v3/internal/version.version=v${HELM_VERSION} \
  -X helm.sh/helm/v3/internal/version.gitTreeState=clean" helm.sh/helm/v3/cmd/helm
 fi
+# mailpit is the SMTP server with a web UI that tests and make dev read
+# trawler's e-mails from: ~1 min.
+if missing mailpit; then build mailpit "-s -w" github.com/axllent/mailpit; fi
 if missing kube-apiserver kube-scheduler kube-controller-manager; then
 	build kube "$k8s_ldflags" k8s.io/kubernetes/cmd/kube-apiserver \
 		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager

@@ -1,7 +1,8 @@
 // Package sandbox runs trawler's world on loopback for tests and `trawler
 // dev`: a real Kubernetes control plane (etcd, kube-apiserver,
 // kube-scheduler, kube-controller-manager), a simulated kubelet that runs
-// Go programs as containers, redis-server and a MongoDB-wire server. The
+// Go programs as containers, redis-server, a MongoDB-wire server and an SMTP
+// server with a web UI (Mailpit). The
 // binaries come from hack/setup-testenv.sh (see Bin). Every process dies
 // with the Go process that started it.
 package sandbox
@@ -63,6 +64,7 @@ type Env struct {
 	Cluster *Cluster
 	Redis   *Redis
 	Mongo   *Mongo
+	Mailpit *Mailpit
 	Kubelet *kubelet.Kubelet
 	// Client is an admin clientset for the cluster.
 	Client kubernetes.Interface
@@ -100,12 +102,13 @@ func (e *Env) start(ctx context.Context, opts Options, began time.Time) error {
 		}
 		e.Dir, e.removeDir = dir, true
 	}
-	for _, sub := range []string{"cluster", "redis", "mongo", "kubelet"} {
+	for _, sub := range []string{"cluster", "redis", "mongo", "mailpit", "kubelet"} {
 		if err := os.MkdirAll(filepath.Join(e.Dir, sub), 0o755); err != nil {
 			return fmt.Errorf("creating sandbox dir: %w", err)
 		}
 	}
-	// Redis and Mongo start in milliseconds; the control plane takes seconds.
+	// Redis, Mongo and Mailpit start in milliseconds; the control plane
+	// takes seconds.
 	clusterDone := make(chan error, 1)
 	go func() {
 		var err error
@@ -117,10 +120,13 @@ func (e *Env) start(ctx context.Context, opts Options, began time.Time) error {
 	if err == nil {
 		e.Mongo, err = StartMongo(ctx, filepath.Join(e.Dir, "mongo"))
 	}
+	if err == nil {
+		e.Mailpit, err = StartMailpit(ctx, filepath.Join(e.Dir, "mailpit"))
+	}
 	if err = errors.Join(err, <-clusterDone); err != nil {
 		return err
 	}
-	e.log.Debug("control plane, redis-server and mongotestd ready", "after", time.Since(began))
+	e.log.Debug("control plane, redis-server, mongotestd and mailpit ready", "after", time.Since(began))
 	if e.Client, err = kubernetes.NewForConfig(e.Cluster.Config); err != nil {
 		return fmt.Errorf("building clientset: %w", err)
 	}
@@ -176,7 +182,7 @@ func (e *Env) Stop() {
 	if e.Cluster != nil {
 		e.Cluster.Stop()
 	}
-	for _, p := range []*Process{e.redisProcess(), e.mongoProcess()} {
+	for _, p := range e.servers() {
 		if p != nil {
 			if err := p.Stop(5 * time.Second); err != nil {
 				e.log.Warn("stopping sandbox process", "err", err)
@@ -217,12 +223,28 @@ func (e *Env) Processes() []*Process {
 	if e.Cluster != nil {
 		ps = append(ps, e.Cluster.Processes()...)
 	}
-	for _, p := range []*Process{e.redisProcess(), e.mongoProcess()} {
+	for _, p := range e.servers() {
 		if p != nil && !p.Exited() {
 			ps = append(ps, p)
 		}
 	}
 	return ps
+}
+
+// MailpitURL is the address of the mail server's web UI and API.
+func (e *Env) MailpitURL() string { return e.Mailpit.URL() }
+
+// servers are the processes of the servers started next to the cluster
+// (nil for those not started).
+func (e *Env) servers() []*Process {
+	return []*Process{e.redisProcess(), e.mongoProcess(), e.mailpitProcess()}
+}
+
+func (e *Env) mailpitProcess() *Process {
+	if e.Mailpit == nil {
+		return nil
+	}
+	return e.Mailpit.Process
 }
 
 func (e *Env) redisProcess() *Process {
