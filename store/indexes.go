@@ -54,6 +54,14 @@ var indexes = map[string][]mongo.IndexModel{
 	collCollections: {
 		{Keys: bson.D{{Key: "oid", Value: 1}, {Key: "name", Value: 1}}, Options: options.Index().SetUnique(true)},
 	},
+	collInvites: {
+		{Keys: bson.D{{Key: "oid", Value: 1}, {Key: "emailLower", Value: 1}}, Options: options.Index().SetUnique(true)},
+		{Keys: bson.D{{Key: "created", Value: 1}}},
+	},
+	collWebhooks: {
+		{Keys: bson.D{{Key: "oid", Value: 1}, {Key: "created", Value: 1}}},
+		{Keys: bson.D{{Key: "nextAttempt", Value: 1}}, Options: options.Index().SetSparse(true)},
+	},
 }
 
 // EnsureIndexes creates the store's indexes if they are missing. It is

@@ -16,7 +16,8 @@ import (
 )
 
 // Collection names, as upstream (Browsertrix) names them, plus trawler's own
-// crawl_errors and crawl_usage.
+// crawl_errors and crawl_usage. Webhook notifications live in "webhooks",
+// as upstream.
 const (
 	collUsers       = "users"
 	collOrgs        = "organizations"
@@ -26,6 +27,8 @@ const (
 	collCrawlErrors = "crawl_errors"
 	collCrawlUsage  = "crawl_usage"
 	collCollections = "collections"
+	collInvites     = "invites"
+	collWebhooks    = "webhooks"
 )
 
 // Mongo is the MongoDB implementation of the store. It is safe for

@@ -129,12 +129,24 @@ func (m *Mongo) SetOrgUserRole(ctx context.Context, id, uid uuid.UUID, role Role
 	return m.updateOrg(ctx, id, bson.M{"$set": bson.M{"users." + uid.String(): role}})
 }
 
-// RemoveOrgUser removes user uid from the org; removing a non-member is
-// not an error.
+// RemoveOrgUser removes member uid from the org.
 //
-// Errors: NotFound("org_not_found").
+// Errors: NotFound("org_not_found"); NotFound("no_such_org_user") if uid
+// is not a member.
 func (m *Mongo) RemoveOrgUser(ctx context.Context, id, uid uuid.UUID) error {
-	return m.updateOrg(ctx, id, bson.M{"$unset": bson.M{"users." + uid.String(): ""}})
+	field := "users." + uid.String()
+	res, err := m.coll(collOrgs).UpdateOne(ctx, bson.M{"_id": id, field: bson.M{"$exists": true}},
+		bson.M{"$unset": bson.M{field: ""}})
+	if err != nil {
+		return fmt.Errorf("removing org member: %w", err)
+	}
+	if res.MatchedCount == 1 {
+		return nil
+	}
+	if _, err := m.GetOrg(ctx, id); err != nil {
+		return err
+	}
+	return NotFound("no_such_org_user")
 }
 
 // SetOrgQuotas replaces the org's quotas.

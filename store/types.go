@@ -43,6 +43,8 @@ type User struct {
 	IsActive       bool      `bson:"is_active"`
 	IsSuperuser    bool      `bson:"is_superuser"`
 	IsVerified     bool      `bson:"is_verified"`
+	// Invites are the user's pending invites to orgs, by InviteKey.
+	Invites map[string]Invite `bson:"invites,omitempty"`
 }
 
 // Org is an organisation: the unit of membership, quotas and storage.

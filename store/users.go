@@ -20,6 +20,7 @@ type userDoc struct {
 // UserUpdate lists the fields of a user to change.
 type UserUpdate struct {
 	Name           Maybe[string]
+	Email          Maybe[string]
 	HashedPassword Maybe[string]
 	IsActive       Maybe[bool]
 	IsSuperuser    Maybe[bool]
@@ -67,10 +68,14 @@ func (m *Mongo) findUser(ctx context.Context, filter bson.M) (*User, error) {
 
 // UpdateUser changes the fields set in upd.
 //
-// Errors: NotFound("user_not_found").
+// Errors: NotFound("user_not_found"); Conflict("user_already_exists") if
+// the new e-mail is another user's.
 func (m *Mongo) UpdateUser(ctx context.Context, id uuid.UUID, upd UserUpdate) error {
 	set := bson.M{}
 	setIf(set, "name", upd.Name)
+	if upd.Email.Set {
+		set["email"], set["emailLower"] = upd.Email.Value, strings.ToLower(upd.Email.Value)
+	}
 	setIf(set, "hashed_password", upd.HashedPassword)
 	setIf(set, "is_active", upd.IsActive)
 	setIf(set, "is_superuser", upd.IsSuperuser)
@@ -81,6 +86,9 @@ func (m *Mongo) UpdateUser(ctx context.Context, id uuid.UUID, upd UserUpdate) er
 	}
 	res, err := m.coll(collUsers).UpdateOne(ctx, bson.M{"id": id}, bson.M{"$set": set})
 	if err != nil {
+		if isDuplicate(err) {
+			return Conflict("user_already_exists")
+		}
 		return fmt.Errorf("updating user: %w", err)
 	}
 	if res.MatchedCount == 0 {
@@ -107,4 +115,19 @@ func (m *Mongo) ListUsersByIDs(ctx context.Context, ids []uuid.UUID) (map[uuid.U
 		out[d.ID] = d.User
 	}
 	return out, nil
+}
+
+// DeleteUser removes the user's account. As upstream, org memberships
+// keep the stale id (orgs list such members without name or e-mail).
+//
+// Errors: NotFound("user_not_found").
+func (m *Mongo) DeleteUser(ctx context.Context, id uuid.UUID) error {
+	res, err := m.coll(collUsers).DeleteOne(ctx, bson.M{"id": id})
+	if err != nil {
+		return fmt.Errorf("deleting user: %w", err)
+	}
+	if res.DeletedCount == 0 {
+		return NotFound("user_not_found")
+	}
+	return nil
 }
