@@ -1,0 +1,150 @@
+// Package webhook sends an org's event webhooks: it turns events (a crawl
+// started or finished, ...) into notifications with upstream's exact JSON
+// bodies, stores them, and delivers them in the background with retries
+// and backoff. The notifications collection is the outbox: a delivery
+// that was pending when the process stopped is taken up again after a
+// restart (at least once), and several replicas share the work through
+// leases. Neither a slow nor a failing receiver ever delays the caller
+// that reported the event.
+//
+// It imports only store; the API and the operator declare the small
+// interfaces they use and main wires one Notifier into both.
+package webhook
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/utils/clock"
+
+	"github.com/trawlerhq/trawler/store"
+)
+
+// Config are the delivery settings; zero values get the defaults noted.
+type Config struct {
+	// MaxAttempts is how many times one send is tried before it is given
+	// up (default 5); a manual retry starts a new send.
+	MaxAttempts int
+	// RetryDelay is the wait after the first failed attempt (default
+	// 10 s); it doubles after each further failure, up to MaxRetryDelay
+	// (default 10 min).
+	RetryDelay, MaxRetryDelay time.Duration
+	// Timeout bounds one POST, redirects included (default 15 s).
+	Timeout time.Duration
+	// PollInterval is how often the outbox is read for deliveries that
+	// are due without this process having been told (after a restart, or
+	// from another replica) (default 10 s).
+	PollInterval time.Duration
+	// Workers bounds concurrent deliveries (default 8).
+	Workers int
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 5
+	}
+	if c.RetryDelay <= 0 {
+		c.RetryDelay = 10 * time.Second
+	}
+	if c.MaxRetryDelay <= 0 {
+		c.MaxRetryDelay = 10 * time.Minute
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 15 * time.Second
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 10 * time.Second
+	}
+	if c.Workers <= 0 {
+		c.Workers = 8
+	}
+}
+
+// Store is what the Notifier needs from the database; *store.Mongo
+// implements it.
+type Store interface {
+	GetOrg(ctx context.Context, id uuid.UUID) (*store.Org, error)
+	AddNotification(ctx context.Context, n *store.Notification) (bool, error)
+	ClaimNotification(ctx context.Context, now time.Time, lease time.Duration) (*store.Notification, error)
+	RecordNotificationAttempt(ctx context.Context, id uuid.UUID, a store.DeliveryAttempt) error
+	EndNotificationSend(ctx context.Context, id uuid.UUID) error
+}
+
+var _ Store = (*store.Mongo)(nil)
+
+// Observer learns the outcome of every delivery attempt, in one place, for
+// metrics.
+type Observer interface {
+	ObserveDelivery(event string, success bool, took time.Duration)
+}
+
+// ResourceURLs returns the download paths of a finished crawl's files as
+// replay.json shows them (relative ones get the org's origin prepended).
+type ResourceURLs func(ctx context.Context, c *store.Crawl) ([]string, error)
+
+// Deps are the Notifier's collaborators; Store is required.
+type Deps struct {
+	Store Store
+	// Resources lists a finished crawl's file paths (default: none).
+	Resources ResourceURLs
+	// Client posts the notifications (default: a plain http.Client).
+	Client *http.Client
+	// Observer, when set, is told of every attempt.
+	Observer Observer
+	// Clock is the time notifications are stamped with (default: real
+	// time); delays are real time.
+	Clock clock.PassiveClock
+	// Log receives delivery failures (default: slog.Default()).
+	Log *slog.Logger
+}
+
+// Notifier creates and delivers webhook notifications. Call Run once per
+// process; the event methods may be called from anywhere.
+type Notifier struct {
+	cfg       Config
+	store     Store
+	resources ResourceURLs
+	client    *http.Client
+	observer  Observer
+	clock     clock.PassiveClock
+	log       *slog.Logger
+
+	kick chan struct{}
+	wg   sync.WaitGroup
+}
+
+// New builds a Notifier.
+func New(cfg Config, deps Deps) *Notifier {
+	cfg.setDefaults()
+	n := &Notifier{cfg: cfg, store: deps.Store, resources: deps.Resources, client: deps.Client,
+		observer: deps.Observer, clock: deps.Clock, log: deps.Log, kick: make(chan struct{}, 1)}
+	if n.client == nil {
+		n.client = &http.Client{}
+	}
+	if n.clock == nil {
+		n.clock = clock.RealClock{}
+	}
+	if n.log == nil {
+		n.log = slog.Default()
+	}
+	if n.resources == nil {
+		n.resources = func(context.Context, *store.Crawl) ([]string, error) { return nil, nil }
+	}
+	return n
+}
+
+// Kick makes Run look for due deliveries now (after an event or a manual
+// retry) instead of at its next poll.
+func (n *Notifier) Kick() {
+	select {
+	case n.kick <- struct{}{}:
+	default: // a look is already due
+	}
+}
+
+// now is the time as the store keeps it (milliseconds).
+func (n *Notifier) now() time.Time { return n.clock.Now().UTC().Truncate(time.Millisecond) }
