@@ -37,10 +37,12 @@ func newDevCommand() *cobra.Command {
 		Short: "Run trawler against a local sandbox cluster (what make dev runs)",
 		Long: `Start a sandbox on loopback (kube-apiserver, etcd, kube-scheduler,
 kube-controller-manager, a simulated kubelet running the crawler simulator,
-redis-server and a MongoDB-wire server), then trawler serve against it.
+redis-server, a MongoDB-wire server and Mailpit), then trawler serve
+against it; e-mails go to Mailpit.
 
-Writes <dir>/env with TRAWLER_API_URL, KUBECONFIG and the Mongo and Redis
-URLs. Ctrl-C stops everything; no process is left behind.
+Writes <dir>/env with TRAWLER_API_URL, KUBECONFIG, the Mongo and Redis URLs
+and MAILPIT_URL (Mailpit's web UI, where invites and reset e-mails show).
+Ctrl-C stops everything; no process is left behind.
 
 Defaults differ from serve: ` + fmt.Sprint(devDefaults),
 		Args: cobra.NoArgs,
@@ -120,6 +122,9 @@ func runDev(ctx context.Context, v *viper.Viper, dir string, nodes int, out io.W
 	}
 
 	v.Set("mongo.uri", env.MongoURI())
+	// E-mails go to the sandbox's Mailpit; its web UI shows them.
+	v.Set("email.smtp_host", "127.0.0.1")
+	v.Set("email.smtp_port", env.Mailpit.SMTPPort)
 	v.Set("kubernetes.kubeconfig", env.Kubeconfig())
 	listening := make(chan string, 1)
 	served := make(chan error, 1)
@@ -140,12 +145,13 @@ func runDev(ctx context.Context, v *viper.Viper, dir string, nodes int, out io.W
 			"REDIS_URL":         env.RedisURL(0),
 			"TRAWLER_USERNAME":  v.GetString("superuser.email"),
 			"TRAWLER_PASSWORD":  v.GetString("superuser.password"),
+			"MAILPIT_URL":       env.MailpitURL(),
 		}); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "trawler is up (sandbox started in %s)\n  dashboard and API: %s  (log in as %s / %s)\n  env: source %s\n  Ctrl-C stops everything\n",
+		fmt.Fprintf(out, "trawler is up (sandbox started in %s)\n  dashboard and API: %s  (log in as %s / %s)\n  e-mails: %s\n  env: source %s\n  Ctrl-C stops everything\n",
 			env.StartDuration.Round(100*time.Millisecond), apiURL, v.GetString("superuser.email"),
-			v.GetString("superuser.password"), envFile)
+			v.GetString("superuser.password"), env.MailpitURL(), envFile)
 	case err := <-served:
 		return err
 	}

@@ -20,11 +20,13 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/trawlerhq/trawler/api"
+	"github.com/trawlerhq/trawler/email"
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
 	"github.com/trawlerhq/trawler/operator"
 	"github.com/trawlerhq/trawler/store"
 	"github.com/trawlerhq/trawler/web"
+	"github.com/trawlerhq/trawler/webhook"
 )
 
 // serveDeps are the seams `trawler dev` and tests fill in; production
@@ -86,11 +88,15 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	if err != nil {
 		return err
 	}
+	notifier := webhook.New(webhookConfig(v), webhook.Deps{Store: st, Resources: crawlFilePaths(apiCfg.StorageAccessURL),
+		Log: logger.With("component", "webhooks")})
 	apiSrv := api.New(apiCfg, api.Deps{
 		Store:       st,
 		Launcher:    k8s.NewLauncher(kube, trawler, v.GetString("crawler_namespace")),
 		RedisDialer: deps.redisDialer,
 		Ready:       ready.check,
+		Mailer:      email.New(emailConfig(v), logger.With("component", "email")),
+		Webhooks:    notifier,
 	})
 
 	var opCfg operator.Config
@@ -104,7 +110,8 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 		if err != nil {
 			return fmt.Errorf("building metrics client: %w", err)
 		}
-		opDeps = operator.Deps{Kube: kube, Trawler: trawler, Metrics: metrics, Store: st, Logs: deps.logs, Log: logger}
+		opDeps = operator.Deps{Kube: kube, Trawler: trawler, Metrics: metrics, Store: st, Logs: deps.logs, Log: logger,
+			Events: notifier}
 	}
 
 	var wg sync.WaitGroup
@@ -113,6 +120,10 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	defer cancel()
 
 	wg.Go(func() { prepareDatabase(ctx, st, apiSrv, ready, logger) })
+	// Every replica delivers webhooks: the outbox's leases share the work,
+	// and deliveries left pending by a stopped process are taken up here.
+	wg.Go(func() { notifier.Run(ctx) })
+	defer apiSrv.WaitForBackground()
 
 	// One slot per sender (HTTP and the operator), so neither blocks on a
 	// fatal error the other already reported.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"log/slog"
@@ -10,7 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/trawlerhq/trawler/api"
+	"github.com/trawlerhq/trawler/email"
 	"github.com/trawlerhq/trawler/operator"
+	"github.com/trawlerhq/trawler/store"
+	"github.com/trawlerhq/trawler/webhook"
 )
 
 // apiConfig maps settings to the API's configuration.
@@ -37,11 +41,47 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 		SuperuserPassword:          v.GetString("superuser.password"),
 		DefaultOrgName:             v.GetString("default_org"),
 		RegistrationEnabled:        v.GetBool("api.registration_enabled"),
+		InviteLifetime:             v.GetDuration("api.invite_lifetime"),
+		AppOrigin:                  v.GetString("api.app_origin"),
 		DefaultBehaviorTimeSeconds: v.GetInt("api.default_behavior_time_seconds"),
 		DefaultPageLoadTimeSeconds: v.GetInt("api.default_page_load_time_seconds"),
 		ScheduleRescan:             v.GetDuration("api.schedule_rescan"),
 		Logger:                     logger,
 	}, nil
+}
+
+// emailConfig maps settings to the e-mail sender's configuration.
+func emailConfig(v *viper.Viper) email.Config {
+	return email.Config{
+		Host:     v.GetString("email.smtp_host"),
+		Port:     v.GetInt("email.smtp_port"),
+		Sender:   v.GetString("email.sender"),
+		Password: v.GetString("email.password"),
+		ReplyTo:  v.GetString("email.reply_to"),
+		UseTLS:   v.GetBool("email.use_tls"),
+	}
+}
+
+// webhookConfig maps settings to the webhook deliverer's configuration.
+func webhookConfig(v *viper.Viper) webhook.Config {
+	return webhook.Config{
+		MaxAttempts:  v.GetInt("webhooks.max_attempts"),
+		RetryDelay:   v.GetDuration("webhooks.retry_delay"),
+		Timeout:      v.GetDuration("webhooks.timeout"),
+		PollInterval: v.GetDuration("webhooks.poll_interval"),
+	}
+}
+
+// crawlFilePaths lists a crawl's files as replay.json shows them, for the
+// download URLs of crawlFinished webhooks.
+func crawlFilePaths(accessURL string) webhook.ResourceURLs {
+	return func(_ context.Context, c *store.Crawl) ([]string, error) {
+		paths := make([]string, len(c.Files))
+		for i := range c.Files {
+			paths[i] = c.Files[i].Path(accessURL)
+		}
+		return paths, nil
+	}
 }
 
 // operatorConfig maps settings to the operator's configuration. The

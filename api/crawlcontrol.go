@@ -30,8 +30,18 @@ func (s *Server) markCanceled(ctx context.Context, crawl *store.Crawl) error {
 	if err != nil || !changed {
 		return err
 	}
-	_, err = s.store.RunPostCrawlTasks(ctx, crawl.ID)
-	return err
+	return s.finishCrawl(ctx, crawl.ID)
+}
+
+// finishCrawl runs the post-crawl tasks of a crawl the API ended and
+// notifies the crawlFinished webhook (stored here, delivered in the
+// background).
+func (s *Server) finishCrawl(ctx context.Context, id string) error {
+	crawl, err := s.store.RunPostCrawlTasks(ctx, id)
+	if err != nil || s.webhooks == nil {
+		return err
+	}
+	return s.webhooks.CrawlFinished(ctx, crawl)
 }
 
 // cancel deletes the crawl's CrawlJob (the operator then marks it

@@ -166,7 +166,7 @@ func (s *Server) failUnlaunched(crawl *store.Crawl) {
 	_, _, err := s.store.SetCrawlState(ctx, crawl.ID, store.StateFailed, store.ActiveStates,
 		store.CrawlStateExtra{Finished: &finished})
 	if err == nil {
-		_, err = s.store.RunPostCrawlTasks(ctx, crawl.ID)
+		err = s.finishCrawl(ctx, crawl.ID)
 	}
 	if err != nil {
 		s.log.Error("marking unlaunched crawl failed", "crawl", crawl.ID, "err", err)

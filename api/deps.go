@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -20,7 +21,43 @@ type UserStore interface {
 	GetUser(ctx context.Context, id uuid.UUID) (*store.User, error)
 	GetUserByEmail(ctx context.Context, email string) (*store.User, error)
 	UpdateUser(ctx context.Context, id uuid.UUID, upd store.UserUpdate) error
+	DeleteUser(ctx context.Context, id uuid.UUID) error
 	ListUsersByIDs(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]store.User, error)
+}
+
+// InviteStore keeps pending invites: new-user ones in their own
+// collection, existing-user ones on the user.
+type InviteStore interface {
+	CreateInvite(ctx context.Context, inv *store.Invite, notBefore time.Time) error
+	GetInvite(ctx context.Context, id uuid.UUID, notBefore time.Time) (*store.Invite, error)
+	ListInvites(ctx context.Context, f store.InviteFilter) ([]store.Invite, int64, error)
+	DeleteInvite(ctx context.Context, id uuid.UUID) error
+	DeleteInvitesByEmail(ctx context.Context, oid uuid.UUID, email string) (int64, error)
+	AddUserInvite(ctx context.Context, uid uuid.UUID, inv store.Invite) error
+	TakeUserInvite(ctx context.Context, uid uuid.UUID, key string) (*store.Invite, error)
+}
+
+// NotificationStore reads the org's webhook notifications and schedules
+// manual retries; the Webhooks deliverer does the rest.
+type NotificationStore interface {
+	ListNotifications(ctx context.Context, oid uuid.UUID, p store.Paging) ([]store.Notification, int64, error)
+	GetNotification(ctx context.Context, oid, id uuid.UUID) (*store.Notification, error)
+	RetryNotification(ctx context.Context, oid, id uuid.UUID, at time.Time) error
+}
+
+// Mailer sends one plain-text e-mail; email.Sender implements it.
+type Mailer interface {
+	Send(ctx context.Context, to, subject, body string) error
+}
+
+// Webhooks creates the notifications of events the API causes and
+// delivers them in the background; webhook.Notifier implements it.
+type Webhooks interface {
+	// CrawlFinished stores the crawlFinished notification of an ended
+	// crawl (once per crawl).
+	CrawlFinished(ctx context.Context, c *store.Crawl) error
+	// Kick makes the deliverer look for due notifications now.
+	Kick()
 }
 
 // OrgStore reads and writes organisations, their members and quotas.
@@ -33,11 +70,15 @@ type OrgStore interface {
 	SetOrgUserRole(ctx context.Context, id, uid uuid.UUID, role store.Role) error
 	RemoveOrgUser(ctx context.Context, id, uid uuid.UUID) error
 	SetOrgQuotas(ctx context.Context, id uuid.UUID, q store.OrgQuotas) error
+	SetOrgWebhooks(ctx context.Context, id uuid.UUID, urls map[string]string, origin string) error
+	GetDefaultOrg(ctx context.Context) (*store.Org, error)
 }
 
 // Store is every store capability the API uses.
 type Store interface {
 	UserStore
+	InviteStore
+	NotificationStore
 	OrgStore
 	CrawlConfigStore
 	CrawlStore

@@ -99,12 +99,7 @@ func toCrawlOutWithResources(c *store.Crawl, users map[uuid.UUID]store.User, liv
 	out := crawlOutWithResources{crawlOut: toCrawlOut(c, users, live),
 		Resources: make([]resourceOut, len(c.Files)), Collections: []collectionRefOut{}}
 	for i, f := range c.Files {
-		path := f.Filename
-		if f.PresignedURL != nil && *f.PresignedURL != "" {
-			path = *f.PresignedURL
-		} else if !strings.Contains(path, "://") && !strings.HasPrefix(path, "/") {
-			path = accessURL + path
-		}
+		path := f.Path(accessURL)
 		name := f.Filename[strings.LastIndex(f.Filename, "/")+1:]
 		out.Resources[i] = resourceOut{Name: name, Path: path, Hash: f.Hash, Size: f.Size, CrawlID: c.ID}
 	}

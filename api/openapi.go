@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -93,7 +94,11 @@ func (g *schemaGen) operation(r route) map[string]any {
 	}
 	errResp := map[string]any{"description": "Error", "content": map[string]any{"application/json": map[string]any{
 		"schema": map[string]any{"type": "object", "properties": map[string]any{"detail": map[string]any{}}}}}}
-	responses := map[string]any{"200": ok, "default": errResp}
+	code := http.StatusOK
+	if c, ok := successStatus[r.method+" "+r.path]; ok {
+		code = c
+	}
+	responses := map[string]any{strconv.Itoa(code): ok, "default": errResp}
 	if r.access != accessPublic {
 		op["security"] = []map[string][]string{{"bearer": {}}}
 		responses["401"] = errResp

@@ -228,7 +228,10 @@ func (s *Server) removeOrgUser(c echo.Context) error {
 	if in.Email == nil {
 		return validationError{missingField("body", "email")}
 	}
-	u, err := s.memberByEmail(c, *in.Email)
+	u, err := s.store.GetUserByEmail(c.Request().Context(), *in.Email)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("no_such_org_user")
+	}
 	if err != nil {
 		return err
 	}

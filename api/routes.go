@@ -13,6 +13,7 @@ const (
 	accessPublic       access = iota // no token
 	accessUser                       // any signed-in user
 	accessSuperuser                  // superusers only (403 "Not Allowed")
+	accessLibSuperuser               // superusers only, upstream auth library's routes (403 "Forbidden")
 	accessOrgViewer                  // member of the org (404 otherwise)
 	accessOrgCrawler                 // member with role >= crawler
 	accessOrgOwner                   // member with role owner
@@ -58,8 +59,20 @@ func (s *Server) routes() []route {
 			formIn{[]string{"username", "password", "grant_type", "scope", "client_id", "client_secret"}}, tokenOut{}, nil},
 		{post, "/api/auth/jwt/refresh", accessUser, s.refresh, "New token for the caller", "auth", nil, tokenOut{}, nil},
 		{post, "/api/auth/jwt/logout", accessUser, s.logout, "Log out (tokens are stateless)", "auth", nil, empty{}, nil},
+		{post, "/api/auth/register", accessPublic, s.register, "Create an account (with an invite, or when registration is open)", "auth", registerIn{}, userOut{}, nil},
+		{post, "/api/auth/request-verify-token", accessPublic, s.requestVerifyToken, "Mail a verification link", "auth", emailIn{}, nil, nil},
+		{post, "/api/auth/verify", accessPublic, s.verify, "Verify an e-mail address with a mailed token", "auth", verifyIn{}, userOut{}, nil},
+		{post, "/api/auth/forgot-password", accessPublic, s.forgotPassword, "Mail a password-reset link", "auth", emailIn{}, nil, nil},
+		{post, "/api/auth/reset-password", accessPublic, s.resetPassword, "Set a new password with a mailed token", "auth", resetPasswordIn{}, nil, nil},
 		{get, "/api/users/me", accessUser, s.me, "The caller", "users", nil, userOut{}, nil},
+		{patch, "/api/users/me", accessUser, s.updateMe, "Change the caller's name, e-mail or password", "users", userUpdateIn{}, userOut{}, nil},
 		{get, "/api/users/me-with-orgs", accessUser, s.meWithOrgs, "The caller and their orgs", "users", nil, userWithOrgsOut{}, nil},
+		{get, "/api/users/me/invite/:token", accessUser, s.myInviteInfo, "One of the caller's invites", "users", nil, inviteInfoOut{}, nil},
+		{get, "/api/users/invites", accessSuperuser, s.listAllInvites, "Pending invites of every org", "users", nil, pageOut[inviteOut]{}, pageQ},
+		{get, "/api/users/invite/:token", accessPublic, s.inviteInfo, "An invite, for its invitee", "users", nil, inviteInfoOut{}, []string{"email"}},
+		{get, "/api/users/:id", accessLibSuperuser, s.getUser, "Any user", "users", nil, userOut{}, nil},
+		{patch, "/api/users/:id", accessLibSuperuser, s.updateUser, "Change any user", "users", userUpdateIn{}, userOut{}, nil},
+		{del, "/api/users/:id", accessLibSuperuser, s.deleteUser, "Delete a user", "users", nil, nil, nil},
 
 		{get, "/api/orgs", accessUser, s.listOrgs, "Orgs of the caller (all for superusers)", "orgs", nil, pageOut[orgOut]{}, pageQ},
 		{post, "/api/orgs/create", accessSuperuser, s.createOrg, "Create an org", "orgs", orgCreateIn{}, orgAddedOut{}, nil},
@@ -69,6 +82,14 @@ func (s *Server) routes() []route {
 		{patch, org + "/user-role", accessOrgOwner, s.setOrgUserRole, "Change a member's role", "orgs", userRoleIn{}, updatedOut{}, nil},
 		{post, org + "/remove", accessOrgOwner, s.removeOrgUser, "Remove a member", "orgs", removeUserIn{}, removedOut{}, nil},
 		{post, org + "/quotas", accessOrgSuperuser, s.setOrgQuotas, "Set the org's quotas", "orgs", quotasIn{}, updatedOut{}, nil},
+		{post, org + "/invite", accessOrgOwner, s.invite, "Invite someone to the org by e-mail", "orgs", inviteIn{}, invitedOut{}, nil},
+		{get, org + "/invites", accessOrgOwner, s.listOrgInvites, "The org's pending invites of people without an account", "orgs", nil, pageOut[inviteOut]{}, pageQ},
+		{post, org + "/invites/delete", accessOrgOwner, s.deleteInvites, "Withdraw the invites to an e-mail", "orgs", emailIn{}, removedCountOut{}, nil},
+		{post, "/api/orgs/invite-accept/:token", accessUser, s.acceptInvite, "Accept one of the caller's invites", "orgs", nil, addedOut{}, nil},
+		{post, org + "/event-webhook-urls", accessOrgOwner, s.setWebhookURLs, "Set the org's event webhook URLs", "webhooks", webhookURLsIn{}, updatedOut{}, nil},
+		{get, org + "/webhooks", accessOrgOwner, s.listNotifications, "The org's webhook notifications", "webhooks", nil, pageOut[notificationOut]{}, pageQ},
+		{get, org + "/webhooks/:notificationid", accessOrgOwner, s.getNotification, "One webhook notification", "webhooks", nil, notificationOut{}, nil},
+		{get, org + "/webhooks/:notificationid/retry", accessOrgOwner, s.retryNotification, "Send a notification again", "webhooks", nil, successOut{}, nil},
 
 		{get, cfg, accessOrgViewer, s.listCrawlConfigs, "List workflows", "crawlconfigs", nil, pageOut[crawlConfigOut]{},
 			append([]string{"userid", "modifiedBy", "firstSeed", "name", "description", "tag", "schedule", "sortBy", "sortDirection"}, pageQ...)},
@@ -113,6 +134,14 @@ func (s *Server) routes() []route {
 	}
 }
 
+// successStatus is the status of routes that do not answer 200.
+var successStatus = map[string]int{
+	"POST /api/auth/register":             http.StatusCreated,
+	"POST /api/auth/request-verify-token": http.StatusAccepted,
+	"POST /api/auth/forgot-password":      http.StatusAccepted,
+	"DELETE /api/users/:id":               http.StatusNoContent,
+}
+
 // empty is the {} body.
 type empty struct{}
 
@@ -125,8 +154,21 @@ func (s *Server) accessMiddleware(a access) []echo.MiddlewareFunc {
 		return []echo.MiddlewareFunc{s.authenticate}
 	case accessSuperuser:
 		return []echo.MiddlewareFunc{s.authenticate, requireSuperuser}
+	case accessLibSuperuser:
+		return []echo.MiddlewareFunc{s.authenticate, requireLibSuperuser}
 	default:
 		return []echo.MiddlewareFunc{s.authenticate, s.loadOrg(a)}
+	}
+}
+
+// requireLibSuperuser is requireSuperuser with the detail of upstream's
+// auth library.
+func requireLibSuperuser(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !currentUser(c).IsSuperuser {
+			return forbidden("Forbidden")
+		}
+		return next(c)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -50,11 +51,19 @@ type Config struct {
 	// DefaultOrgName is the org Bootstrap creates.
 	DefaultOrgName string
 
-	// RegistrationEnabled, DefaultBehaviorTimeSeconds and
-	// DefaultPageLoadTimeSeconds are reported by /api/settings.
+	// RegistrationEnabled lets people register without an invite; it is
+	// reported by /api/settings, as are DefaultBehaviorTimeSeconds and
+	// DefaultPageLoadTimeSeconds.
 	RegistrationEnabled        bool
 	DefaultBehaviorTimeSeconds int
 	DefaultPageLoadTimeSeconds int
+
+	// InviteLifetime is how long an invite can be accepted (default 7 days).
+	InviteLifetime time.Duration
+	// AppOrigin (scheme://host) starts the links in e-mails and webhook
+	// download URLs when a request carries no X-Forwarded-Proto (default:
+	// the request's own scheme and Host).
+	AppOrigin string
 
 	// ScheduleRescan is how often the scheduler re-reads the schedules of
 	// all workflows, catching changes made through other replicas.
@@ -76,6 +85,11 @@ type Deps struct {
 	Clock clock.PassiveClock
 	// Ready reports whether the process can serve (/readyz); nil = ready.
 	Ready func(ctx context.Context) error
+	// Mailer sends invites, verification and password-reset e-mails
+	// (default: log them).
+	Mailer Mailer
+	// Webhooks, when set, is told of the crawls the API ends.
+	Webhooks Webhooks
 }
 
 // Server is the REST API. Build it with New and serve Handler.
@@ -87,7 +101,12 @@ type Server struct {
 	redis    *liveCrawls
 	ready    func(ctx context.Context) error
 	log      *slog.Logger
+	mail     Mailer
+	webhooks Webhooks
 	echo     *echo.Echo
+
+	// background tracks e-mails being sent after their request answered.
+	background sync.WaitGroup
 
 	runLocks   workflowLocks
 	openAPIDoc openAPIDoc
@@ -109,7 +128,12 @@ func New(cfg Config, deps Deps) *Server {
 		clock:    deps.Clock,
 		ready:    deps.Ready,
 		log:      cfg.Logger,
+		mail:     deps.Mailer,
+		webhooks: deps.Webhooks,
 		redis:    newLiveCrawls(cfg.CrawlerNamespace, cfg.ClusterDomain, deps.RedisDialer),
+	}
+	if s.mail == nil {
+		s.mail = logMailer{log: cfg.Logger}
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true

@@ -59,6 +59,8 @@ type Deps struct {
 	// Metrics reads pod usage from metrics.k8s.io when the cluster serves
 	// it (nil: no usage is reported).
 	Metrics metricsclient.Interface
+	// Events, when set, is told when crawls start and finish (webhooks).
+	Events EventSender
 }
 
 // Controller reconciles CrawlJobs and ProfileJobs in one namespace.
@@ -67,6 +69,7 @@ type Controller struct {
 	kube     kubernetes.Interface
 	trawler  versioned.Interface
 	store    CrawlStore
+	events   EventSender
 	clock    clock.WithTicker
 	logs     LogReader
 	recorder record.EventRecorder
@@ -121,7 +124,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: cfg, kube: deps.Kube, trawler: deps.Trawler, store: deps.Store,
+	c := &Controller{cfg: cfg, kube: deps.Kube, trawler: deps.Trawler, store: deps.Store, events: deps.Events,
 		clock: deps.Clock, logs: deps.Logs, recorder: deps.Recorder, log: deps.Log}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}

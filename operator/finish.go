@@ -93,7 +93,8 @@ func (c *Controller) finish(ctx context.Context, key string, cj *trawlerv1.Crawl
 
 // finishTasks records what is left in the crawl's Redis on a connection
 // of its own (the poller's is gone), then runs the store's post-crawl
-// tasks, retrying with backoff until they succeed.
+// tasks and stores the crawlFinished notification, retrying with backoff
+// until both succeeded (both are idempotent).
 func (c *Controller) finishTasks(ctx context.Context, key string, cj *trawlerv1.CrawlJob, hasRedis bool) {
 	// A poller stopped by a sync may still finish its round; ingesting
 	// twice is harmless, but waiting keeps the drain simple to reason about.
@@ -118,7 +119,10 @@ func (c *Controller) finishTasks(ctx context.Context, key string, cj *trawlerv1.
 	}
 	for attempt := 1; ctx.Err() == nil; attempt++ {
 		sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
-		_, err := c.store.RunPostCrawlTasks(sctx, cj.Spec.ID)
+		crawl, err := c.store.RunPostCrawlTasks(sctx, cj.Spec.ID)
+		if err == nil && c.events != nil {
+			err = c.events.CrawlFinished(sctx, crawl)
+		}
 		cancel()
 		switch {
 		case err == nil, errors.Is(err, store.ErrNotFound):

@@ -262,6 +262,9 @@ func (c *Controller) recordTransition(ctx context.Context, cj *trawlerv1.CrawlJo
 		return fmt.Errorf("setting crawl state %s: %w", t.To, err)
 	default:
 		res = transitionResult{Changed: changed, State: cur.State, Finished: cur.Finished}
+		if changed && t.To == store.StateRunning {
+			c.notifyStarted(ctx, cur)
+		}
 	}
 	prev := d.Status.State
 	applyTransitionResult(&d.Status, t, res, now)

@@ -156,6 +156,17 @@ func (m *Mongo) SetOrgQuotas(ctx context.Context, id uuid.UUID, q OrgQuotas) err
 	return m.updateOrg(ctx, id, bson.M{"$set": bson.M{"quotas": q}})
 }
 
+// SetOrgWebhooks replaces the org's event webhook URLs and records the
+// origin (scheme://host) that download URLs in webhook bodies start with.
+//
+// Errors: NotFound("org_not_found").
+func (m *Mongo) SetOrgWebhooks(ctx context.Context, id uuid.UUID, urls map[string]string, origin string) error {
+	if urls == nil {
+		urls = map[string]string{}
+	}
+	return m.updateOrg(ctx, id, bson.M{"$set": bson.M{"webhookUrls": urls, "origin": origin}})
+}
+
 func (m *Mongo) updateOrg(ctx context.Context, id uuid.UUID, update bson.M) error {
 	res, err := m.coll(collOrgs).UpdateOne(ctx, bson.M{"_id": id}, update)
 	if err != nil {

@@ -17,6 +17,7 @@
 package store
 
 import (
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -213,6 +214,18 @@ type CrawlFile struct {
 	DefStorageName *string    `bson:"def_storage_name"`
 	PresignedURL   *string    `bson:"presignedUrl"`
 	ExpireAt       *time.Time `bson:"expireAt"`
+}
+
+// Path is where the file is downloaded from: its presigned URL when it
+// has one, else its name, with accessURL prepended when that is relative.
+func (f *CrawlFile) Path(accessURL string) string {
+	switch {
+	case f.PresignedURL != nil && *f.PresignedURL != "":
+		return *f.PresignedURL
+	case strings.Contains(f.Filename, "://"), strings.HasPrefix(f.Filename, "/"):
+		return f.Filename
+	}
+	return accessURL + f.Filename
 }
 
 // Crawl is one run of a workflow. Its document is the source of truth for
