@@ -24,11 +24,12 @@ import (
 )
 
 // TestMain starts one Mongo-wire server (unless MONGO_URI points at a
-// real MongoDB) and one redis-server for the package. FerretDB serves one
-// query at a time per client (maxPoolSize=1): queued requests of the
-// benchmark wait longer than the driver's default 30 s.
+// real MongoDB), one redis-server and one Mailpit (for the tests that read
+// e-mails, see newMailEnv) for the package. FerretDB serves one query at a
+// time per client (maxPoolSize=1): queued requests of the benchmark wait
+// longer than the driver's default 30 s.
 func TestMain(m *testing.M) {
-	mongotest.Main(m, mongotest.Options{Redis: true, URIParams: "&serverSelectionTimeoutMS=600000"})
+	mongotest.Main(m, mongotest.Options{Redis: true, Mailpit: true, URIParams: "&serverSelectionTimeoutMS=600000"})
 }
 
 // dialRedis stands in for cluster DNS: every crawl's Redis is the
@@ -142,10 +143,20 @@ func testConfig() Config {
 	}
 }
 
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
+
+// newEnvWith is newEnv with the configuration and collaborators changed
+// by adjust first.
+func newEnvWith(t testing.TB, adjust func(*Config, *Deps)) *env {
 	t.Helper()
 	e := &env{t: t, store: mongotest.Open(t), launcher: &fakeLauncher{}, tokens: map[string]string{}}
-	e.srv = New(testConfig(), Deps{Store: e.store.Mongo, Launcher: e.launcher, RedisDialer: dialRedis(t)})
+	cfg := testConfig()
+	deps := Deps{Store: e.store.Mongo, Launcher: e.launcher, RedisDialer: dialRedis(t)}
+	if adjust != nil {
+		adjust(&cfg, &deps)
+	}
+	e.srv = New(cfg, deps)
+	t.Cleanup(e.srv.WaitForBackground)
 	ctx := context.Background()
 	if err := e.srv.Bootstrap(ctx); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 )
 
 // denial is what role gets from a route of access a, or status 0 when the
@@ -17,6 +19,8 @@ func denial(a access, role string, oid string) (int, string) {
 	switch {
 	case a == accessSuperuser && role != asAdmin:
 		return 403, detailNotAllowed
+	case a == accessLibSuperuser && role != asAdmin:
+		return 403, "Forbidden"
 	case a == accessOrgCrawler && role == asViewer:
 		return 403, detailNoCrawlPermission
 	case a == accessOrgOwner && (role == asViewer || role == asCrawler):
@@ -37,8 +41,16 @@ func roleMatrixBody(r route, role string) any {
 		return map[string]any{"description": "by " + role}
 	case strings.HasSuffix(r.path, "/crawls/:crawl_id") || strings.HasSuffix(r.path, "/all-crawls/:crawl_id"):
 		return map[string]any{"description": "by " + role}
+	case strings.HasSuffix(r.path, "/invites/delete"):
+		return map[string]any{"email": "nobody@example.com"}
 	case strings.HasSuffix(r.path, "/delete"):
 		return map[string]any{"crawl_ids": []string{"no-such-crawl"}}
+	case strings.HasSuffix(r.path, "/invite"):
+		return map[string]any{"email": role + "-invitee@example.com", "role": 20}
+	case strings.HasSuffix(r.path, "/event-webhook-urls"):
+		return map[string]any{"crawlStarted": "https://example.com/hook"}
+	case strings.HasPrefix(r.path, "/api/users/") && r.method == http.MethodPatch:
+		return map[string]any{"name": "renamed by " + role}
 	case strings.HasSuffix(r.path, "/scale"):
 		return map[string]any{"scale": 2}
 	case strings.HasSuffix(r.path, "/add-user"):
@@ -70,7 +82,8 @@ func TestRoleMatrix(t *testing.T) {
 				if r.access == accessPublic {
 					continue
 				}
-				path := strings.NewReplacer(":oid", oid, ":cid", cid, ":crawl_id", crawlID).Replace(r.path)
+				path := strings.NewReplacer(":oid", oid, ":cid", cid, ":crawl_id", crawlID, ":token", uuid.NewString(),
+					":notificationid", uuid.NewString(), ":id", uuid.NewString()).Replace(r.path)
 				switch {
 				case strings.HasSuffix(path, "/exclusions"):
 					path += "?regex=skip-me"
@@ -101,5 +114,21 @@ func TestRoleMatrix(t *testing.T) {
 				t.Error("anonymous workflow create was not 401")
 			}
 		})
+	}
+}
+
+// TestPublicRoutesNeedNoToken calls every public route without a token:
+// none may ask for one.
+func TestPublicRoutesNeedNoToken(t *testing.T) {
+	e := newEnv(t)
+	for _, r := range e.srv.routes() {
+		if r.access != accessPublic {
+			continue
+		}
+		path := strings.NewReplacer(":token", uuid.NewString()).Replace(r.path)
+		res := e.do("", r.method, path, map[string]any{"email": "nobody@example.com"})
+		if res.Code == 401 || res.Code == 403 || res.Code >= 500 {
+			t.Errorf("%s %s without a token: %d %s", r.method, r.path, res.Code, res.Body)
+		}
 	}
 }

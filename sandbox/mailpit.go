@@ -116,24 +116,6 @@ func (m *Mailpit) Message(ctx context.Context, id string) (*Mail, error) {
 	return &out, nil
 }
 
-// WaitForMessage polls until a message matching query exists (for at most
-// timeout) and returns the newest one.
-func (m *Mailpit) WaitForMessage(ctx context.Context, query string, timeout time.Duration) (*Mail, error) {
-	var found *Mail
-	err := WaitFor(ctx, timeout, 50*time.Millisecond, m.Process, func(ctx context.Context) error {
-		msgs, err := m.Messages(ctx, query)
-		if err != nil {
-			return err
-		}
-		if len(msgs) == 0 {
-			return fmt.Errorf("no message matches %q", query)
-		}
-		found, err = m.Message(ctx, msgs[0].ID)
-		return err
-	})
-	return found, err
-}
-
 func (m *Mailpit) get(ctx context.Context, path string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.URL()+path, nil)
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package mongotest runs a package's tests and benchmarks against a
-// Mongo-wire server (and, when asked, a redis-server), hands each test a
+// Mongo-wire server (and, when asked, a redis-server and Mailpit), hands each test a
 // store on a database of its own, and seeds bulk data.
 //
 // By default the server is the sandbox's mongotestd (FerretDB on SQLite);
@@ -30,6 +30,9 @@ const EnvURI = "MONGO_URI"
 type Options struct {
 	// Redis starts a redis-server for the run; RedisAddr returns it.
 	Redis bool
+	// Mailpit starts an SMTP server with an API for the run; Mailpit
+	// returns it.
+	Mailpit bool
 	// URIParams are appended to a started mongotestd's URI, e.g.
 	// "&serverSelectionTimeoutMS=600000" for benchmarks whose queued
 	// callers wait on FerretDB's single connection longer than the
@@ -40,6 +43,7 @@ type Options struct {
 var (
 	dbCounter atomic.Int64
 	redisAddr string
+	mailpit   *sandbox.Mailpit
 )
 
 // Main runs a package's tests (call it from TestMain) with the servers of
@@ -84,6 +88,18 @@ func run(m *testing.M, opts Options) int {
 		defer func() { _ = rds.Stop(5 * time.Second) }()
 		redisAddr = rds.Addr()
 	}
+	if opts.Mailpit {
+		mdir, err := os.MkdirTemp(dir, "mailpit")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mongotest:", err)
+			return 1
+		}
+		if mailpit, err = sandbox.StartMailpit(ctx, mdir); err != nil {
+			fmt.Fprintln(os.Stderr, "mongotest: starting mailpit:", err)
+			return 1
+		}
+		defer func() { _ = mailpit.Stop(5 * time.Second) }()
+	}
 	cancel()
 	return m.Run()
 }
@@ -106,6 +122,15 @@ func RedisAddr(tb testing.TB) string {
 		tb.Fatal("mongotest: no redis-server; pass Options{Redis: true} to Main")
 	}
 	return redisAddr
+}
+
+// Mailpit returns the run's Mailpit; tests fail if Main did not start one.
+func Mailpit(tb testing.TB) *sandbox.Mailpit {
+	tb.Helper()
+	if mailpit == nil {
+		tb.Fatal("mongotest: no mailpit; pass Options{Mailpit: true} to Main")
+	}
+	return mailpit
 }
 
 // DB is a store on a database no other test uses, plus direct access to
