@@ -1,0 +1,175 @@
+package webhook_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
+	"github.com/trawlerhq/trawler/store"
+	"github.com/trawlerhq/trawler/webhook"
+)
+
+func TestMain(m *testing.M) { mongotest.Main(m, mongotest.Options{}) }
+
+// receiver is a webhook endpoint that answers the statuses it is given in
+// turn (200 once they run out) and records what it got.
+type receiver struct {
+	mu       sync.Mutex
+	statuses []int
+	bodies   []string
+	times    []time.Time
+	srv      *httptest.Server
+}
+
+func newReceiver(t *testing.T, statuses ...int) *receiver {
+	r := &receiver{statuses: statuses}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.bodies = append(r.bodies, req.Header.Get("Content-Type")+" "+string(body))
+		r.times = append(r.times, time.Now())
+		status := http.StatusOK
+		if len(r.statuses) > 0 {
+			status, r.statuses = r.statuses[0], r.statuses[1:]
+		}
+		r.mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) got() ([]string, []time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string{}, r.bodies...), append([]time.Time{}, r.times...)
+}
+
+// setup is a store with an org whose crawlFinished URL is the receiver,
+// and a running Notifier.
+func setup(t *testing.T, cfg webhook.Config, r *receiver) (*store.Mongo, *store.Org, *webhook.Notifier) {
+	t.Helper()
+	ctx := context.Background()
+	st := mongotest.Open(t).Mongo
+	org := &store.Org{ID: uuid.New(), Name: "hooks"}
+	if err := st.CreateOrg(ctx, org); err != nil {
+		t.Fatal(err)
+	}
+	urls := map[string]string{webhook.EventCrawlFinished: r.srv.URL + "/finished"}
+	if err := st.SetOrgWebhooks(ctx, org.ID, urls, "https://app.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	n := webhook.New(cfg, webhook.Deps{Store: st, Resources: func(_ context.Context, c *store.Crawl) ([]string, error) {
+		return []string{"/data/" + c.ID + ".wacz", "https://s3.example.com/b/x.wacz?sig=1"}, nil
+	}})
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { n.Run(runCtx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return st, org, n
+}
+
+// waitNotification polls the org's only notification until cond holds.
+func waitNotification(t *testing.T, st *store.Mongo, oid uuid.UUID, what string, cond func(store.Notification) bool) store.Notification {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		notes, _, err := st.ListNotifications(context.Background(), oid, store.Paging{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(notes) == 1 && cond(notes[0]) {
+			return notes[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: notifications %+v", what, notes)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the store, not synchronising
+	}
+}
+
+// TestRetriesWithBackoff: a receiver that fails three times and then
+// succeeds gets the same body four times, with growing pauses, and the
+// notification records four attempts and success.
+func TestRetriesWithBackoff(t *testing.T) {
+	r := newReceiver(t, 500, 503, 404)
+	st, org, n := setup(t, webhook.Config{RetryDelay: 100 * time.Millisecond, PollInterval: time.Hour}, r)
+	crawl := &store.Crawl{ID: "crawl-1", OID: org.ID, State: store.StateComplete}
+	if err := n.CrawlFinished(context.Background(), crawl); err != nil {
+		t.Fatal(err)
+	}
+	note := waitNotification(t, st, org.ID, "success after retries", func(n store.Notification) bool { return n.Success })
+	if note.Attempts != 4 || note.LastAttempted == nil || note.NextAttempt != nil || note.Event != "crawlFinished" {
+		t.Fatalf("notification %+v", note)
+	}
+	want := fmt.Sprintf(`application/json {"downloadUrls":["https://app.example.com/data/crawl-1.wacz",`+
+		`"https://s3.example.com/b/x.wacz?sig=1"],"orgId":"%s","itemId":"crawl-1","event":"crawlFinished","state":"complete"}`, org.ID)
+	bodies, times := r.got()
+	if len(bodies) != 4 {
+		t.Fatalf("receiver got %d requests, want 4", len(bodies))
+	}
+	for i, b := range bodies {
+		if b != want {
+			t.Errorf("request %d:\n got %s\nwant %s", i, b, want)
+		}
+	}
+	for i, min := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
+		if gap := times[i+1].Sub(times[i]); gap < min {
+			t.Errorf("pause before attempt %d: %v, want at least %v", i+2, gap, min)
+		}
+	}
+	if string(note.Body) != want[len("application/json "):] {
+		t.Errorf("stored body %s", note.Body)
+	}
+	// The same event again stores and sends nothing.
+	if err := n.CrawlFinished(context.Background(), crawl); err != nil {
+		t.Fatal(err)
+	}
+	if notes, _, _ := st.ListNotifications(context.Background(), org.ID, store.Paging{}); len(notes) != 1 {
+		t.Fatalf("%d notifications after repeating the event", len(notes))
+	}
+}
+
+// TestGivesUpAndRetriesOnDemand: a send ends after MaxAttempts failures;
+// a manual retry is a new send.
+func TestGivesUpAndRetriesOnDemand(t *testing.T) {
+	r := newReceiver(t, 500, 500, 500)
+	st, org, n := setup(t, webhook.Config{MaxAttempts: 2, RetryDelay: 50 * time.Millisecond, PollInterval: time.Hour}, r)
+	if err := n.CrawlFinished(context.Background(), &store.Crawl{ID: "crawl-2", OID: org.ID, State: store.StateFailed}); err != nil {
+		t.Fatal(err)
+	}
+	note := waitNotification(t, st, org.ID, "given up", func(n store.Notification) bool { return n.Attempts == 2 && n.NextAttempt == nil })
+	if note.Success {
+		t.Fatal("failed send marked success")
+	}
+	if err := st.RetryNotification(context.Background(), org.ID, note.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	n.Kick()
+	note = waitNotification(t, st, org.ID, "retried", func(n store.Notification) bool { return n.Success })
+	if note.Attempts != 4 {
+		t.Fatalf("attempts %d, want 4 (2 failed, then a retry failing once and succeeding)", note.Attempts)
+	}
+}
+
+// TestUnsubscribedOrgGetsNothing: without a URL for the event nothing is
+// stored.
+func TestUnsubscribedOrgGetsNothing(t *testing.T) {
+	r := newReceiver(t)
+	st, org, n := setup(t, webhook.Config{PollInterval: time.Hour}, r)
+	ctx := context.Background()
+	if err := n.CrawlStarted(ctx, &store.Crawl{ID: "crawl-3", OID: org.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if notes, _, _ := st.ListNotifications(ctx, org.ID, store.Paging{}); len(notes) != 0 {
+		t.Fatalf("notification stored without a URL: %+v", notes)
+	}
+}
