@@ -153,7 +153,7 @@ func TestInviteRules(t *testing.T) {
 		t.Fatalf("role 30: %d %s", r.Code, r.Body)
 	}
 	spellings := map[string]string{
-		"user%2Bcomment-encoded-org%40example.com":       "user+comment-encoded-org@example.com",
+		"user%2Bcomment-encoded-org%40example.com":      "user+comment-encoded-org@example.com",
 		"diacritic-t%C3%A9st-encoded-org%40example.com": "diacritic-tést-encoded-org@example.com",
 		"user+comment-org@example.com":                  "user+comment-org@example.com",
 		"diacritic-tést-org@example.com":                "diacritic-tést-org@example.com",
