@@ -123,7 +123,6 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	// Every replica delivers webhooks: the outbox's leases share the work,
 	// and deliveries left pending by a stopped process are taken up here.
 	wg.Go(func() { notifier.Run(ctx) })
-	defer apiSrv.WaitForBackground()
 
 	// One slot per sender (HTTP and the operator), so neither blocks on a
 	// fatal error the other already reported.

@@ -35,13 +35,17 @@ func (s *Server) markCanceled(ctx context.Context, crawl *store.Crawl) error {
 
 // finishCrawl runs the post-crawl tasks of a crawl the API ended and
 // notifies the crawlFinished webhook (stored here, delivered in the
-// background).
+// background). A notification that cannot be stored is logged; the crawl
+// has ended all the same, so the request does not fail for it.
 func (s *Server) finishCrawl(ctx context.Context, id string) error {
 	crawl, err := s.store.RunPostCrawlTasks(ctx, id)
 	if err != nil || s.webhooks == nil {
 		return err
 	}
-	return s.webhooks.CrawlFinished(ctx, crawl)
+	if err := s.webhooks.CrawlFinished(ctx, crawl); err != nil {
+		s.log.Error("storing crawlFinished notification", "crawl", id, "err", err)
+	}
+	return nil
 }
 
 // cancel deletes the crawl's CrawlJob (the operator then marks it

@@ -61,8 +61,8 @@ func (s *Server) sendMail(to, subject, body string) {
 	})
 }
 
-// WaitForBackground waits until the e-mails being sent are done (for
-// shutdown and tests).
+// WaitForBackground waits until the e-mails being sent are done (tests
+// call it before dropping their database).
 func (s *Server) WaitForBackground() { s.background.Wait() }
 
 // origin is scheme://host for links: from X-Forwarded-Proto and Host when
