@@ -26,6 +26,9 @@ const (
 	// CondFinishTasks is True once the post-crawl tasks are done, so a
 	// restarted operator does not redo them.
 	CondFinishTasks = "FinishTasksDone"
+	// CondStartedNotified is True once the crawlStarted notification is
+	// stored, so a restarted operator stores it if a crash came between.
+	CondStartedNotified = "StartedNotified"
 )
 
 // observed is everything one sync learned. decide reads only this.

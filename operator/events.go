@@ -4,6 +4,10 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -16,23 +20,40 @@ type EventSender interface {
 	CrawlFinished(ctx context.Context, c *store.Crawl) error
 }
 
-// notifyStarted reports a crawl that just started running, in the
-// background, so that the sync never waits for it; it retries with
-// backoff until the notification is stored or the controller stops.
-func (c *Controller) notifyStarted(ctx context.Context, crawl *store.Crawl) {
-	if c.events == nil {
+// startedKey is the finishers key of a crawl's crawlStarted notification.
+func startedKey(key string) string { return "started/" + key }
+
+// notifyStarted stores the crawlStarted notification of a running crawl
+// in the background, so that the sync never waits for it, retrying with
+// backoff until it is stored; then the StartedNotified condition records
+// that, so it is stored exactly once even across operator restarts (the
+// notifier ignores a repeat).
+func (c *Controller) notifyStarted(ctx context.Context, key string, cj *trawlerv1.CrawlJob, d *decision) {
+	if c.events == nil || d.Status.State != store.StateRunning ||
+		meta.IsStatusConditionTrue(d.Status.Conditions, CondStartedNotified) {
 		return
 	}
-	c.finishers.start("started/"+crawl.ID, func() {
+	skey := startedKey(key)
+	if c.finishers.done(skey) {
+		setCondition(&d.Status, CondStartedNotified, metav1.ConditionTrue, "Stored", "crawlStarted notification stored", c.clock.Now())
+		return
+	}
+	id := cj.Spec.ID
+	c.finishers.start(skey, func() {
 		for attempt := 1; ctx.Err() == nil; attempt++ {
 			sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
-			err := c.events.CrawlStarted(sctx, crawl)
+			crawl, err := c.store.GetCrawlByID(sctx, id)
+			if err == nil {
+				err = c.events.CrawlStarted(sctx, crawl)
+			}
 			cancel()
 			if err == nil {
+				c.finishers.markDone(skey)
+				c.queue.Add(key)
 				return
 			}
 			delay := backoff(time.Second, attempt, 30*time.Second)
-			c.log.Warn("crawlStarted notification failed, will retry", "crawl", crawl.ID, "in", delay, "err", err)
+			c.log.Warn("crawlStarted notification failed, will retry", "crawl", id, "in", delay, "err", err)
 			select {
 			case <-ctx.Done():
 			case <-c.clock.After(delay):

@@ -29,6 +29,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.pollers.stop(key)
 		c.written.Delete(key)
 		c.finishers.forget(key)
+		c.finishers.forget(startedKey(key))
 		return nil
 	}
 	if err != nil {
@@ -70,6 +71,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			errs = append(errs, err)
 		}
 	}
+	c.notifyStarted(ctx, key, cj, &d)
 	if d.Status.Finished != nil && !d.Teardown {
 		// The crawl just ended: tear down from the next sync on.
 		c.queue.Add(key)
@@ -262,9 +264,6 @@ func (c *Controller) recordTransition(ctx context.Context, cj *trawlerv1.CrawlJo
 		return fmt.Errorf("setting crawl state %s: %w", t.To, err)
 	default:
 		res = transitionResult{Changed: changed, State: cur.State, Finished: cur.Finished}
-		if changed && t.To == store.StateRunning {
-			c.notifyStarted(ctx, cur)
-		}
 	}
 	prev := d.Status.State
 	applyTransitionResult(&d.Status, t, res, now)

@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,37 +12,38 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/trawlerhq/trawler/operator"
 	"github.com/trawlerhq/trawler/store"
 	"github.com/trawlerhq/trawler/webhook"
 )
 
-// TestCrawlWebhooks: a receiver subscribed to crawlStarted and
-// crawlFinished gets each once for a crawl, with upstream's exact bodies,
-// and the notifications record one successful attempt each.
-func TestCrawlWebhooks(t *testing.T) {
-	h := newHarness(t)
-	var mu sync.Mutex
-	got := map[string][]string{}
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got[r.URL.Path] = append(got[r.URL.Path], string(b))
-		mu.Unlock()
-	}))
-	defer recv.Close()
-	bodies := func(path string) []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string{}, got[path]...)
-	}
+// hookReceiver is a webhook endpoint subscribed to the harness org's
+// crawlStarted (/started) and crawlFinished (/finished), with a running
+// Notifier delivering to it.
+type hookReceiver struct {
+	mu       sync.Mutex
+	got      map[string][]string
+	origin   string
+	notifier *webhook.Notifier
+}
 
+func newHookReceiver(t *testing.T, h *harness) *hookReceiver {
+	r := &hookReceiver{got: map[string][]string{}, origin: "https://app.example.com"}
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.got[req.URL.Path] = append(r.got[req.URL.Path], string(b))
+		r.mu.Unlock()
+	}))
+	t.Cleanup(recv.Close)
 	ctx := context.Background()
-	const origin = "https://app.example.com"
 	if err := h.store.SetOrgWebhooks(ctx, h.org, map[string]string{webhook.EventCrawlStarted: recv.URL + "/started",
-		webhook.EventCrawlFinished: recv.URL + "/finished"}, origin); err != nil {
+		webhook.EventCrawlFinished: recv.URL + "/finished"}, r.origin); err != nil {
 		t.Fatal(err)
 	}
-	n := webhook.New(webhook.Config{RetryDelay: 100 * time.Millisecond}, webhook.Deps{Store: h.store,
+	r.notifier = webhook.New(webhook.Config{RetryDelay: 100 * time.Millisecond}, webhook.Deps{Store: h.store,
 		Resources: func(_ context.Context, c *store.Crawl) ([]string, error) {
 			paths := make([]string, len(c.Files))
 			for i := range c.Files {
@@ -51,11 +53,29 @@ func TestCrawlWebhooks(t *testing.T) {
 		}})
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { n.Run(runCtx); close(done) }()
-	defer func() { cancel(); <-done }()
+	go func() { r.notifier.Run(runCtx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return r
+}
+
+// bodies are the bodies posted to path so far.
+func (r *hookReceiver) bodies(path string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string{}, r.got[path]...)
+}
+
+// TestCrawlWebhooks: a receiver subscribed to crawlStarted and
+// crawlFinished gets each once for a crawl, with upstream's exact bodies,
+// and the notifications record one successful attempt each.
+func TestCrawlWebhooks(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	hooks := newHookReceiver(t, h)
 	deps := h.deps()
-	deps.Events = n
+	deps.Events = hooks.notifier
 	h.startOperatorWith(h.config(), deps)
+	bodies, origin := hooks.bodies, hooks.origin
 
 	id := h.startCrawl(crawlOpts{})
 	h.waitState(id, 60*time.Second, store.StateComplete)
@@ -95,4 +115,56 @@ func TestCrawlWebhooks(t *testing.T) {
 		}
 		return notes[0].Event == webhook.EventCrawlStarted && notes[1].Event == webhook.EventCrawlFinished
 	})
+}
+
+// failingEvents cannot store crawlStarted notifications (a store outage).
+type failingEvents struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (f *failingEvents) CrawlStarted(context.Context, *store.Crawl) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	return errors.New("injected: notifications unavailable")
+}
+
+func (f *failingEvents) CrawlFinished(context.Context, *store.Crawl) error { return nil }
+
+func (f *failingEvents) called() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+// TestCrawlStartedSurvivesOperatorRestart: an operator that could not
+// store a running crawl's crawlStarted notification stops; the next one
+// stores and delivers it, once, and records that in the job's status.
+func TestCrawlStartedSurvivesOperatorRestart(t *testing.T) {
+	h := newHarness(t)
+	hooks := newHookReceiver(t, h)
+	failing := &failingEvents{}
+	deps := h.deps()
+	deps.Events = failing
+	first := h.startOperatorWith(h.config(), deps)
+	id := h.startCrawl(crawlOpts{seed: "https://example.com/?sim-pages=400&sim-page-ms=100"})
+	h.waitState(id, 60*time.Second, store.StateRunning)
+	h.waitFor("a failed crawlStarted attempt", 20*time.Second, func() bool { return failing.called() > 0 })
+	first.stop()
+	if j, err := h.job(id); err != nil || meta.IsStatusConditionTrue(j.Status.Conditions, operator.CondStartedNotified) {
+		t.Fatalf("job after the failed notification: %v", err)
+	}
+
+	deps.Events = hooks.notifier
+	h.startOperatorWith(h.config(), deps)
+	h.waitFor("crawlStarted delivered", 30*time.Second, func() bool { return len(hooks.bodies("/started")) > 0 })
+	h.waitFor("StartedNotified condition", 30*time.Second, func() bool {
+		j, err := h.job(id)
+		return err == nil && meta.IsStatusConditionTrue(j.Status.Conditions, operator.CondStartedNotified)
+	})
+	want := fmt.Sprintf(`{"downloadUrls":[],"orgId":"%s","itemId":"%s","scheduled":false,"event":"crawlStarted"}`, h.org, id)
+	if b := hooks.bodies("/started"); len(b) != 1 || b[0] != want {
+		t.Fatalf("crawlStarted bodies %q, want [%s]", b, want)
+	}
 }
