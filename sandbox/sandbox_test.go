@@ -63,8 +63,8 @@ func sandboxEnv(t *testing.T) *sandbox.Env {
 func TestStart(t *testing.T) {
 	env := sandboxEnv(t)
 	ctx := context.Background()
-	if len(env.Processes()) != 6 {
-		t.Errorf("%d processes running, want etcd, 3 Kubernetes servers, redis-server and mongotestd", len(env.Processes()))
+	if len(env.Processes()) != 7 {
+		t.Errorf("%d processes running, want etcd, 3 Kubernetes servers, redis-server, mongotestd and mailpit", len(env.Processes()))
 	}
 	for _, p := range env.Processes() {
 		if _, err := p.RSS(); err != nil {

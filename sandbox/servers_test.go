@@ -2,6 +2,9 @@ package sandbox_test
 
 import (
 	"context"
+	"errors"
+	"net/smtp"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,5 +72,32 @@ func TestRedisRoundTrip(t *testing.T) {
 	}
 	if v, err := client.Get(ctx, "k").Result(); err != nil || v != "v" {
 		t.Fatalf("get = %q, %v; want v", v, err)
+	}
+}
+
+func TestMailpitRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	m, err := sandbox.StartMailpit(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Stop(5 * time.Second) })
+	msg := "From: a@example.com\r\nTo: b@example.com\r\nSubject: Round trip\r\n\r\nhello http://x.example/link\r\n"
+	if err := smtp.SendMail(m.SMTPAddr(), nil, "a@example.com", []string{"b@example.com"}, []byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []sandbox.MailSummary
+	err = sandbox.WaitFor(ctx, 10*time.Second, 20*time.Millisecond, m.Process, func(ctx context.Context) error {
+		if msgs, err = m.Messages(ctx, `to:"b@example.com"`); err == nil && len(msgs) == 0 {
+			err = errors.New("no message yet")
+		}
+		return err
+	})
+	if err != nil || len(msgs) != 1 || msgs[0].Subject != "Round trip" {
+		t.Fatalf("messages %+v, %v", msgs, err)
+	}
+	full, err := m.Message(ctx, msgs[0].ID)
+	if err != nil || !strings.Contains(full.Text, "http://x.example/link") {
+		t.Fatalf("message %+v, %v", full, err)
 	}
 }
