@@ -81,7 +81,7 @@ func TestWebhookDeliverySurvivesKill(t *testing.T) {
 	if err := st.CreateOrg(ctx, org); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SetOrgWebhooks(ctx, org.ID, map[string]string{webhook.EventCrawlFinished: recv.URL}, "https://app.example.com"); err != nil {
+	if err := st.SetOrgWebhooks(ctx, org.ID, map[string]string{store.EventCrawlFinished: recv.URL}, "https://app.example.com"); err != nil {
 		t.Fatal(err)
 	}
 	// The event, stored as the operator of any replica stores it.

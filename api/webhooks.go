@@ -12,9 +12,6 @@ import (
 	"github.com/trawlerhq/trawler/store"
 )
 
-// webhookEvents are the keys of an org's webhookUrls, in upstream's order.
-var webhookEvents = []string{"crawlStarted", "crawlFinished", "uploadFinished", "addedToCollection", "removedFromCollection"}
-
 // notificationOut is one webhook notification with its delivery record.
 type notificationOut struct {
 	ID            uuid.UUID       `json:"id"`
@@ -93,7 +90,7 @@ func (s *Server) setWebhookURLs(c echo.Context) error {
 	}
 	var v validator
 	urls := map[string]string{}
-	for _, event := range webhookEvents {
+	for _, event := range store.WebhookEvents {
 		raw, ok := in[event]
 		if !ok || raw == nil || string(*raw) == "null" {
 			continue

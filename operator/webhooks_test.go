@@ -39,8 +39,8 @@ func newHookReceiver(t *testing.T, h *harness) *hookReceiver {
 	}))
 	t.Cleanup(recv.Close)
 	ctx := context.Background()
-	if err := h.store.SetOrgWebhooks(ctx, h.org, map[string]string{webhook.EventCrawlStarted: recv.URL + "/started",
-		webhook.EventCrawlFinished: recv.URL + "/finished"}, r.origin); err != nil {
+	if err := h.store.SetOrgWebhooks(ctx, h.org, map[string]string{store.EventCrawlStarted: recv.URL + "/started",
+		store.EventCrawlFinished: recv.URL + "/finished"}, r.origin); err != nil {
 		t.Fatal(err)
 	}
 	r.notifier = webhook.New(webhook.Config{RetryDelay: 100 * time.Millisecond}, webhook.Deps{Store: h.store,
@@ -113,7 +113,7 @@ func TestCrawlWebhooks(t *testing.T) {
 				return false
 			}
 		}
-		return notes[0].Event == webhook.EventCrawlStarted && notes[1].Event == webhook.EventCrawlFinished
+		return notes[0].Event == store.EventCrawlStarted && notes[1].Event == store.EventCrawlFinished
 	})
 }
 

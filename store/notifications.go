@@ -13,6 +13,20 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
+// The webhook events an org can subscribe a URL to (the keys of
+// Org.WebhookURLs).
+const (
+	EventCrawlStarted          = "crawlStarted"
+	EventCrawlFinished         = "crawlFinished"
+	EventUploadFinished        = "uploadFinished"
+	EventAddedToCollection     = "addedToCollection"
+	EventRemovedFromCollection = "removedFromCollection"
+)
+
+// WebhookEvents lists every event, in upstream's order.
+var WebhookEvents = []string{EventCrawlStarted, EventCrawlFinished, EventUploadFinished,
+	EventAddedToCollection, EventRemovedFromCollection}
+
 // Notification is one webhook event for an org and the record of its
 // delivery. The collection is also the outbox the deliverer works from:
 // a notification whose NextAttempt is set has a delivery pending, which

@@ -13,19 +13,6 @@ import (
 	"github.com/trawlerhq/trawler/store"
 )
 
-// The events an org can subscribe a URL to (keys of its webhookUrls).
-const (
-	EventCrawlStarted          = "crawlStarted"
-	EventCrawlFinished         = "crawlFinished"
-	EventUploadFinished        = "uploadFinished"
-	EventAddedToCollection     = "addedToCollection"
-	EventRemovedFromCollection = "removedFromCollection"
-)
-
-// Events lists every event, in upstream's order.
-var Events = []string{EventCrawlStarted, EventCrawlFinished, EventUploadFinished,
-	EventAddedToCollection, EventRemovedFromCollection}
-
 // The bodies, field for field and in upstream's key order.
 type (
 	crawlStartedBody struct {
@@ -56,13 +43,13 @@ type (
 // is [] (not null); scheduled is true for crawls the scheduler started
 // (upstream always said true).
 func (n *Notifier) CrawlStarted(ctx context.Context, c *store.Crawl) error {
-	org, ok, err := n.subscribed(ctx, c.OID, EventCrawlStarted)
+	org, ok, err := n.subscribed(ctx, c.OID, store.EventCrawlStarted)
 	if !ok {
 		return err
 	}
 	body := crawlStartedBody{DownloadURLs: []string{}, OrgID: c.OID.String(), ItemID: c.ID,
-		Scheduled: !c.Manual, Event: EventCrawlStarted}
-	return n.emit(ctx, org, EventCrawlStarted, onceID(EventCrawlStarted, c.ID), body)
+		Scheduled: !c.Manual, Event: store.EventCrawlStarted}
+	return n.emit(ctx, org, store.EventCrawlStarted, onceID(store.EventCrawlStarted, c.ID), body)
 }
 
 // CrawlFinished notifies the org that crawl c ended (in any final state)
@@ -70,7 +57,7 @@ func (n *Notifier) CrawlStarted(ctx context.Context, c *store.Crawl) error {
 // its collections (auto-added ones included), as upstream does. Calling
 // it again for the same crawl sends nothing more.
 func (n *Notifier) CrawlFinished(ctx context.Context, c *store.Crawl) error {
-	org, ok, err := n.subscribed(ctx, c.OID, EventCrawlFinished)
+	org, ok, err := n.subscribed(ctx, c.OID, store.EventCrawlFinished)
 	if !ok {
 		return err
 	}
@@ -79,16 +66,16 @@ func (n *Notifier) CrawlFinished(ctx context.Context, c *store.Crawl) error {
 		return fmt.Errorf("listing crawl files: %w", err)
 	}
 	body := crawlFinishedBody{DownloadURLs: absoluteURLs(org.Origin, paths), OrgID: c.OID.String(), ItemID: c.ID,
-		Event: EventCrawlFinished, State: c.State}
-	if err := n.emit(ctx, org, EventCrawlFinished, onceID(EventCrawlFinished, c.ID), body); err != nil {
+		Event: store.EventCrawlFinished, State: c.State}
+	if err := n.emit(ctx, org, store.EventCrawlFinished, onceID(store.EventCrawlFinished, c.ID), body); err != nil {
 		return err
 	}
-	if org.WebhookURLs[EventAddedToCollection] == "" {
+	if org.WebhookURLs[store.EventAddedToCollection] == "" {
 		return nil
 	}
 	for _, coll := range c.CollectionIDs {
-		id := onceID(EventAddedToCollection, c.ID+"/"+coll.String())
-		if err := n.emit(ctx, org, EventAddedToCollection, id, collectionEvent(org, EventAddedToCollection, coll, c.ID)); err != nil {
+		id := onceID(store.EventAddedToCollection, c.ID+"/"+coll.String())
+		if err := n.emit(ctx, org, store.EventAddedToCollection, id, collectionEvent(org, store.EventAddedToCollection, coll, c.ID)); err != nil {
 			return err
 		}
 	}

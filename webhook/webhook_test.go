@@ -63,7 +63,7 @@ func setup(t *testing.T, cfg webhook.Config, r *receiver) (*store.Mongo, *store.
 	if err := st.CreateOrg(ctx, org); err != nil {
 		t.Fatal(err)
 	}
-	urls := map[string]string{webhook.EventCrawlFinished: r.srv.URL + "/finished"}
+	urls := map[string]string{store.EventCrawlFinished: r.srv.URL + "/finished"}
 	if err := st.SetOrgWebhooks(ctx, org.ID, urls, "https://app.example.com"); err != nil {
 		t.Fatal(err)
 	}
