@@ -65,9 +65,11 @@ var settings = []setting{
 	{"email.use_tls", false, "require STARTTLS (otherwise it is used when the server offers it)"},
 
 	{"webhooks.max_attempts", 5, "attempts of one webhook send before it is given up (a manual retry starts a new send)"},
-	{"webhooks.retry_delay", 10 * time.Second, "wait after a failed webhook attempt; doubles after each further failure, up to 10 min"},
+	{"webhooks.retry_delay", 10 * time.Second, "wait after a failed webhook attempt; doubles after each further failure, up to webhooks.max_retry_delay"},
+	{"webhooks.max_retry_delay", 10 * time.Minute, "longest wait between webhook attempts"},
 	{"webhooks.timeout", 15 * time.Second, "timeout of one webhook POST"},
 	{"webhooks.poll_interval", 10 * time.Second, "how often the webhook outbox is read for deliveries due after a restart or from other replicas"},
+	{"webhooks.workers", 8, "webhook deliveries in flight at once per process"},
 
 	{"mongo.uri", "mongodb://localhost:27017", "MongoDB connection string (add ?maxPoolSize=1 for FerretDB)"},
 	{"mongo.database", "browsertrixcloud", "database name"},

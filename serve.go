@@ -88,8 +88,11 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	if err != nil {
 		return err
 	}
-	notifier := webhook.New(webhookConfig(v), webhook.Deps{Store: st, Resources: crawlFilePaths(apiCfg.StorageAccessURL),
+	notifier, err := webhook.New(webhookConfig(v), webhook.Deps{Store: st, Resources: crawlFilePaths(apiCfg.StorageAccessURL),
 		Log: logger.With("component", "webhooks")})
+	if err != nil {
+		return err
+	}
 	apiSrv := api.New(apiCfg, api.Deps{
 		Store:       st,
 		Launcher:    k8s.NewLauncher(kube, trawler, v.GetString("crawler_namespace")),

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/spf13/pflag"
 
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/store"
@@ -85,7 +86,14 @@ func TestWebhookDeliverySurvivesKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The event, stored as the operator of any replica stores it.
-	events := webhook.New(webhook.Config{}, webhook.Deps{Store: st})
+	v, err := loadConfig("", pflag.NewFlagSet("test", pflag.ContinueOnError))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := webhook.New(webhookConfig(v), webhook.Deps{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := events.CrawlFinished(ctx, &store.Crawl{ID: "crawl-restart", OID: org.ID, State: store.StateComplete}); err != nil {
 		t.Fatal(err)
 	}

@@ -65,10 +65,12 @@ func emailConfig(v *viper.Viper) email.Config {
 // webhookConfig maps settings to the webhook deliverer's configuration.
 func webhookConfig(v *viper.Viper) webhook.Config {
 	return webhook.Config{
-		MaxAttempts:  v.GetInt("webhooks.max_attempts"),
-		RetryDelay:   v.GetDuration("webhooks.retry_delay"),
-		Timeout:      v.GetDuration("webhooks.timeout"),
-		PollInterval: v.GetDuration("webhooks.poll_interval"),
+		MaxAttempts:   v.GetInt("webhooks.max_attempts"),
+		RetryDelay:    v.GetDuration("webhooks.retry_delay"),
+		MaxRetryDelay: v.GetDuration("webhooks.max_retry_delay"),
+		Timeout:       v.GetDuration("webhooks.timeout"),
+		PollInterval:  v.GetDuration("webhooks.poll_interval"),
+		Workers:       v.GetInt("webhooks.workers"),
 	}
 }
 

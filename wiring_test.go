@@ -12,6 +12,7 @@ import (
 	trawlerfake "github.com/trawlerhq/trawler/k8s/generated/clientset/versioned/fake"
 	"github.com/trawlerhq/trawler/operator"
 	"github.com/trawlerhq/trawler/store"
+	"github.com/trawlerhq/trawler/webhook"
 )
 
 // TestDefaultsFillEveryConfig: the settings table is the only home of the
@@ -32,6 +33,10 @@ func TestDefaultsFillEveryConfig(t *testing.T) {
 		Store: (*store.Mongo)(nil)}
 	if _, err := operator.New(opCfg, deps); err != nil {
 		t.Errorf("operator rejects the default settings: %v", err)
+	}
+
+	if _, err := webhook.New(webhookConfig(v), webhook.Deps{Store: (*store.Mongo)(nil)}); err != nil {
+		t.Errorf("webhook notifier rejects the default settings: %v", err)
 	}
 
 	apiCfg, err := apiConfig(v, slog.New(slog.NewTextHandler(io.Discard, nil)))

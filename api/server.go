@@ -58,7 +58,7 @@ type Config struct {
 	DefaultBehaviorTimeSeconds int
 	DefaultPageLoadTimeSeconds int
 
-	// InviteLifetime is how long an invite can be accepted (default 7 days).
+	// InviteLifetime is how long an invite can be accepted.
 	InviteLifetime time.Duration
 	// AppOrigin (scheme://host) starts the links in e-mails and webhook
 	// download URLs when a request carries no X-Forwarded-Proto (default:

@@ -33,7 +33,11 @@ func TestWebhookRoutes(t *testing.T) {
 	}
 
 	e := newEnv(t)
-	n := webhook.New(webhook.Config{PollInterval: time.Hour}, webhook.Deps{Store: e.store})
+	n, err := webhook.New(webhook.Config{MaxAttempts: 5, RetryDelay: time.Second, MaxRetryDelay: time.Minute,
+		Timeout: 15 * time.Second, PollInterval: time.Hour, Workers: 8}, webhook.Deps{Store: e.store})
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.srv.webhooks = n
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

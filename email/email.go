@@ -13,9 +13,10 @@ import (
 	mail "github.com/wneessen/go-mail"
 )
 
-// Config is where and how to send. An empty Host means "log only".
+// Config is where and how to send; main fills it from the settings
+// table. An empty Host means "log only".
 type Config struct {
-	// Host and Port of the SMTP server (upstream's default port is 587).
+	// Host and Port of the SMTP server.
 	Host string
 	Port int
 	// Sender is the SMTP login and, without ReplyTo, the From address.
@@ -27,9 +28,10 @@ type Config struct {
 	ReplyTo string
 	// UseTLS requires STARTTLS; otherwise STARTTLS is used when offered.
 	UseTLS bool
-	// Timeout bounds one delivery, connection included (default 30 s).
-	Timeout time.Duration
 }
+
+// sendTimeout bounds one delivery, connection included.
+const sendTimeout = 30 * time.Second
 
 // Sender delivers messages. Build it with New; it is safe for concurrent
 // use (each message uses its own connection).
@@ -40,14 +42,8 @@ type Sender struct {
 
 // New returns a Sender for cfg that logs to log.
 func New(cfg Config, log *slog.Logger) *Sender {
-	if cfg.Port == 0 {
-		cfg.Port = 587
-	}
 	if cfg.ReplyTo == "" {
 		cfg.ReplyTo = cfg.Sender
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 30 * time.Second
 	}
 	if log == nil {
 		log = slog.Default()
@@ -88,7 +84,7 @@ func (s *Sender) Send(ctx context.Context, to, subject, body string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	defer cancel()
 	if err := client.DialAndSendWithContext(ctx, msg); err != nil {
 		return fmt.Errorf("sending e-mail to %s: %w", to, err)
@@ -98,7 +94,7 @@ func (s *Sender) Send(ctx context.Context, to, subject, body string) error {
 }
 
 func (s *Sender) client() (*mail.Client, error) {
-	opts := []mail.Option{mail.WithPort(s.cfg.Port), mail.WithTimeout(s.cfg.Timeout)}
+	opts := []mail.Option{mail.WithPort(s.cfg.Port), mail.WithTimeout(sendTimeout)}
 	if s.cfg.UseTLS {
 		opts = append(opts, mail.WithTLSPolicy(mail.TLSMandatory))
 	} else {

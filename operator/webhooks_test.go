@@ -43,7 +43,9 @@ func newHookReceiver(t *testing.T, h *harness) *hookReceiver {
 		store.EventCrawlFinished: recv.URL + "/finished"}, r.origin); err != nil {
 		t.Fatal(err)
 	}
-	r.notifier = webhook.New(webhook.Config{RetryDelay: 100 * time.Millisecond}, webhook.Deps{Store: h.store,
+	var err error
+	r.notifier, err = webhook.New(webhook.Config{MaxAttempts: 5, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: time.Minute,
+		Timeout: 15 * time.Second, PollInterval: 10 * time.Second, Workers: 8}, webhook.Deps{Store: h.store,
 		Resources: func(_ context.Context, c *store.Crawl) ([]string, error) {
 			paths := make([]string, len(c.Files))
 			for i := range c.Files {
@@ -51,6 +53,9 @@ func newHookReceiver(t *testing.T, h *harness) *hookReceiver {
 			}
 			return paths, nil
 		}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { r.notifier.Run(runCtx); close(done) }()

@@ -13,6 +13,8 @@ package webhook
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -24,44 +26,30 @@ import (
 	"github.com/trawlerhq/trawler/store"
 )
 
-// Config are the delivery settings; zero values get the defaults noted.
+// Config are the delivery settings; main fills them from the settings
+// table, and New refuses a Config that lacks one.
 type Config struct {
 	// MaxAttempts is how many times one send is tried before it is given
-	// up (default 5); a manual retry starts a new send.
+	// up; a manual retry starts a new send.
 	MaxAttempts int
-	// RetryDelay is the wait after the first failed attempt (default
-	// 10 s); it doubles after each further failure, up to MaxRetryDelay
-	// (default 10 min).
+	// RetryDelay is the wait after the first failed attempt; it doubles
+	// after each further failure, up to MaxRetryDelay.
 	RetryDelay, MaxRetryDelay time.Duration
-	// Timeout bounds one POST, redirects included (default 15 s).
+	// Timeout bounds one POST, redirects included.
 	Timeout time.Duration
 	// PollInterval is how often the outbox is read for deliveries that
 	// are due without this process having been told (after a restart, or
-	// from another replica) (default 10 s).
+	// from another replica).
 	PollInterval time.Duration
-	// Workers bounds concurrent deliveries (default 8).
+	// Workers bounds concurrent deliveries.
 	Workers int
 }
 
-func (c *Config) setDefaults() {
-	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 5
+func (c Config) validate() error {
+	if c.MaxAttempts <= 0 || c.RetryDelay <= 0 || c.MaxRetryDelay <= 0 || c.Timeout <= 0 || c.PollInterval <= 0 || c.Workers <= 0 {
+		return fmt.Errorf("webhook: every Config field must be positive: %+v", c)
 	}
-	if c.RetryDelay <= 0 {
-		c.RetryDelay = 10 * time.Second
-	}
-	if c.MaxRetryDelay <= 0 {
-		c.MaxRetryDelay = 10 * time.Minute
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = 15 * time.Second
-	}
-	if c.PollInterval <= 0 {
-		c.PollInterval = 10 * time.Second
-	}
-	if c.Workers <= 0 {
-		c.Workers = 8
-	}
+	return nil
 }
 
 // Store is what the Notifier needs from the database; *store.Mongo
@@ -118,8 +106,13 @@ type Notifier struct {
 }
 
 // New builds a Notifier.
-func New(cfg Config, deps Deps) *Notifier {
-	cfg.setDefaults()
+func New(cfg Config, deps Deps) (*Notifier, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if deps.Store == nil {
+		return nil, errors.New("webhook: Store is required")
+	}
 	n := &Notifier{cfg: cfg, store: deps.Store, resources: deps.Resources, client: deps.Client,
 		observer: deps.Observer, clock: deps.Clock, log: deps.Log, kick: make(chan struct{}, 1)}
 	if n.client == nil {
@@ -134,7 +127,7 @@ func New(cfg Config, deps Deps) *Notifier {
 	if n.resources == nil {
 		n.resources = func(context.Context, *store.Crawl) ([]string, error) { return nil, nil }
 	}
-	return n
+	return n, nil
 }
 
 // Kick makes Run look for due deliveries now (after an event or a manual

@@ -19,6 +19,15 @@ import (
 
 func TestMain(m *testing.M) { mongotest.Main(m, mongotest.Options{}) }
 
+// testConfig is the settings table's webhook configuration with adjust
+// applied.
+func testConfig(adjust func(*webhook.Config)) webhook.Config {
+	c := webhook.Config{MaxAttempts: 5, RetryDelay: 10 * time.Second, MaxRetryDelay: 10 * time.Minute,
+		Timeout: 15 * time.Second, PollInterval: 10 * time.Second, Workers: 8}
+	adjust(&c)
+	return c
+}
+
 // receiver is a webhook endpoint that answers the statuses it is given in
 // turn (200 once they run out) and records what it got.
 type receiver struct {
@@ -67,9 +76,12 @@ func setup(t *testing.T, cfg webhook.Config, r *receiver) (*store.Mongo, *store.
 	if err := st.SetOrgWebhooks(ctx, org.ID, urls, "https://app.example.com"); err != nil {
 		t.Fatal(err)
 	}
-	n := webhook.New(cfg, webhook.Deps{Store: st, Resources: func(_ context.Context, c *store.Crawl) ([]string, error) {
+	n, err := webhook.New(cfg, webhook.Deps{Store: st, Resources: func(_ context.Context, c *store.Crawl) ([]string, error) {
 		return []string{"/data/" + c.ID + ".wacz", "https://s3.example.com/b/x.wacz?sig=1"}, nil
 	}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { n.Run(runCtx); close(done) }()
@@ -101,7 +113,7 @@ func waitNotification(t *testing.T, st *store.Mongo, oid uuid.UUID, what string,
 // notification records four attempts and success.
 func TestRetriesWithBackoff(t *testing.T) {
 	r := newReceiver(t, 500, 503, 404)
-	st, org, n := setup(t, webhook.Config{RetryDelay: 100 * time.Millisecond, PollInterval: time.Hour}, r)
+	st, org, n := setup(t, testConfig(func(c *webhook.Config) { c.RetryDelay, c.PollInterval = 100*time.Millisecond, time.Hour }), r)
 	crawl := &store.Crawl{ID: "crawl-1", OID: org.ID, State: store.StateComplete}
 	if err := n.CrawlFinished(context.Background(), crawl); err != nil {
 		t.Fatal(err)
@@ -142,7 +154,9 @@ func TestRetriesWithBackoff(t *testing.T) {
 // a manual retry is a new send.
 func TestGivesUpAndRetriesOnDemand(t *testing.T) {
 	r := newReceiver(t, 500, 500, 500)
-	st, org, n := setup(t, webhook.Config{MaxAttempts: 2, RetryDelay: 50 * time.Millisecond, PollInterval: time.Hour}, r)
+	st, org, n := setup(t, testConfig(func(c *webhook.Config) {
+		c.MaxAttempts, c.RetryDelay, c.PollInterval = 2, 50*time.Millisecond, time.Hour
+	}), r)
 	if err := n.CrawlFinished(context.Background(), &store.Crawl{ID: "crawl-2", OID: org.ID, State: store.StateFailed}); err != nil {
 		t.Fatal(err)
 	}
@@ -164,12 +178,19 @@ func TestGivesUpAndRetriesOnDemand(t *testing.T) {
 // stored.
 func TestUnsubscribedOrgGetsNothing(t *testing.T) {
 	r := newReceiver(t)
-	st, org, n := setup(t, webhook.Config{PollInterval: time.Hour}, r)
+	st, org, n := setup(t, testConfig(func(c *webhook.Config) { c.PollInterval = time.Hour }), r)
 	ctx := context.Background()
 	if err := n.CrawlStarted(ctx, &store.Crawl{ID: "crawl-3", OID: org.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if notes, _, _ := st.ListNotifications(ctx, org.ID, store.Paging{}); len(notes) != 0 {
 		t.Fatalf("notification stored without a URL: %+v", notes)
+	}
+}
+
+// TestConfigRequired: a Config missing a value is refused.
+func TestConfigRequired(t *testing.T) {
+	if _, err := webhook.New(testConfig(func(c *webhook.Config) { c.Workers = 0 }), webhook.Deps{Store: mongotest.Open(t)}); err == nil {
+		t.Fatal("accepted a Config without Workers")
 	}
 }
