@@ -140,10 +140,13 @@ func onceID(event, item string) uuid.UUID {
 func absoluteURLs(origin string, paths []string) []string {
 	out := make([]string, len(paths))
 	for i, p := range paths {
-		if strings.Contains(p, "://") {
+		switch {
+		case strings.Contains(p, "://"):
 			out[i] = p
-		} else {
+		case strings.HasPrefix(p, "/"):
 			out[i] = origin + p
+		default:
+			out[i] = origin + "/" + p
 		}
 	}
 	return out
