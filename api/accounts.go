@@ -60,6 +60,12 @@ func normalizeEmail(s string) (string, bool) {
 	return local + "@" + strings.ToLower(domain), true
 }
 
+// validEmail reports whether s looks like an e-mail address.
+func validEmail(s string) bool {
+	_, ok := normalizeEmail(s)
+	return ok
+}
+
 // checkEmail validates a required e-mail field at loc.
 func checkEmail(v *validator, email *string, loc ...any) string {
 	if email == nil {

@@ -94,8 +94,11 @@ func (s *Server) invite(c echo.Context) error {
 		return err
 	}
 	var v validator
-	if in.Email == nil || *in.Email == "" {
+	var email string
+	if in.Email == nil {
 		v.missing("body", "email")
+	} else if email = decodedEmail(*in.Email); !validEmail(email) {
+		v.add("value is not a valid email address", "value_error.email", "body", "email")
 	}
 	validateRole(&v, in.Role)
 	if err := v.err(); err != nil {
@@ -103,7 +106,6 @@ func (s *Server) invite(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	caller, org := currentUser(c), currentOrg(c)
-	email := decodedEmail(*in.Email)
 	inv := &store.Invite{ID: uuid.New(), Created: s.clock.Now().UTC().Truncate(time.Millisecond),
 		InviterEmail: caller.Email, OID: org.ID, Role: *in.Role}
 	invitee, err := s.store.GetUserByEmail(ctx, email)

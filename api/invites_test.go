@@ -149,8 +149,10 @@ func TestInviteRules(t *testing.T) {
 		400, "Can't invite ourselves!")
 	e.wantDetail(e.do(asOwner, "POST", e.orgPath("/invite"), map[string]any{"email": "crawler@example.com", "role": 10}),
 		400, "User already a member of this organization.")
-	if r := e.do(asOwner, "POST", e.orgPath("/invite"), map[string]any{"email": "x@example.com", "role": 30}); r.Code != 422 {
-		t.Fatalf("role 30: %d %s", r.Code, r.Body)
+	for _, bad := range []map[string]any{{"email": "x@example.com", "role": 30}, {"email": "not-an-address", "role": 10}, {"role": 10}} {
+		if r := e.do(asOwner, "POST", e.orgPath("/invite"), bad); r.Code != 422 {
+			t.Fatalf("invite %v: %d %s", bad, r.Code, r.Body)
+		}
 	}
 	spellings := map[string]string{
 		"user%2Bcomment-encoded-org%40example.com":      "user+comment-encoded-org@example.com",
