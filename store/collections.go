@@ -15,7 +15,7 @@ var errCollectionNotFound = NotFound("collection_not_found")
 //
 // Errors: NotFound("collection_not_found").
 func (m *Mongo) RecomputeCollection(ctx context.Context, id uuid.UUID) error {
-	return recompute(ctx, m.coll(collCollections), id, errCollectionNotFound, func(ctx context.Context) (bson.M, error) {
+	return recompute(ctx, m.coll(collCollections), id, errCollectionNotFound, func(ctx context.Context) (any, error) {
 		match := bson.M{"collectionIds": id, "state": bson.M{"$in": SuccessfulStates}}
 		crawls := m.coll(collCrawls)
 		n, err := countDocs(ctx, crawls, match)

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -14,16 +12,8 @@ import (
 // writes with the filters used on MongoDB (condition kept in the filter)
 // whatever the server is, so that path also runs where no MongoDB exists.
 func TestOperatorWritesWithMongoFilters(t *testing.T) {
-	uri := os.Getenv("MONGO_URI") // set by mongotest.Main in TestMain
-	if uri == "" {
-		t.Skip("no server")
-	}
+	m := openTestDB(t, "full")
 	ctx := context.Background()
-	m, err := Open(ctx, uri, fmt.Sprintf("full%d", os.Getpid()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.db.Drop(ctx); _ = m.Close(ctx) })
 	m.kindKnown, m.isFerret = true, false
 	if err := m.EnsureIndexes(ctx); err != nil {
 		t.Fatal(err)

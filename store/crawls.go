@@ -60,8 +60,9 @@ var crawlSorts = map[string]bool{"started": true, "finished": true, "fileSize": 
 
 // AddCrawl inserts a new crawl (normally in state starting) and records
 // its start on its workflow: crawlAttemptCount + 1 and the last-crawl
-// fields pointing at it. It fills c.FirstSeed, c.Type ("crawl" if empty)
-// and turns nil lists into empty ones.
+// fields pointing at it (recomputed, see RecomputeWorkflowStats). It fills
+// c.FirstSeed, c.Type ("crawl" if empty) and turns nil lists into empty
+// ones.
 //
 // Errors: Conflict("crawl_exists") if the id is taken (the workflow is then
 // left alone).
@@ -88,21 +89,14 @@ func (m *Mongo) AddCrawl(ctx context.Context, c *Crawl) error {
 		}
 		return fmt.Errorf("inserting crawl: %w", err)
 	}
-	update := bson.M{
-		"$inc": bson.M{"crawlAttemptCount": 1},
-		"$set": bson.M{
-			"lastCrawlId":        c.ID,
-			"lastCrawlStartTime": c.Started,
-			"lastStartedBy":      c.UserID,
-			"lastCrawlTime":      nil,
-			"lastCrawlState":     c.State,
-			"lastCrawlSize":      int64(0),
-			"lastRun":            c.Started,
-			"isCrawlRunning":     true,
-			"lastCrawlStopping":  false,
-		},
+	if _, err := m.coll(collConfigs).UpdateOne(ctx, bson.M{"_id": c.CID, "oid": c.OID},
+		bson.M{"$inc": bson.M{"crawlAttemptCount": 1}}); err != nil {
+		return fmt.Errorf("counting crawl attempt on workflow: %w", err)
 	}
-	if _, err := m.coll(collConfigs).UpdateOne(ctx, bson.M{"_id": c.CID, "oid": c.OID}, update); err != nil {
+	// Through the recomputation, not a plain $set: one of the previous
+	// crawl's post-crawl tasks may be recomputing right now from crawls read
+	// before this insert, and must not write its older view over this one.
+	if err := m.RecomputeWorkflowStats(ctx, c.CID); err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("recording crawl start on workflow: %w", err)
 	}
 	return nil

@@ -20,7 +20,7 @@ const genField = "statsGen"
 // transactions:
 //
 //  1. $inc the generation and read it;
-//  2. compute the fields from the sources;
+//  2. compute the fields from the sources (a document: bson.M or a struct);
 //  3. $set them only if the generation is unchanged.
 //
 // If step 3 finds a newer generation, a recomputation that started later
@@ -29,7 +29,7 @@ const genField = "statsGen"
 // last one to start always writes a result that includes all changes.
 //
 // It returns ErrNotFound (the given notFound error) if the document is gone.
-func recompute(ctx context.Context, c *mongo.Collection, id any, notFound error, compute func(ctx context.Context) (bson.M, error)) error {
+func recompute(ctx context.Context, c *mongo.Collection, id any, notFound error, compute func(ctx context.Context) (any, error)) error {
 	raw, err := c.FindOneAndUpdate(ctx, bson.M{"_id": id}, bson.M{"$inc": bson.M{genField: int64(1)}},
 		options.FindOneAndUpdate().SetReturnDocument(options.After)).Raw()
 	if err != nil {

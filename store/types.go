@@ -169,19 +169,49 @@ type CrawlConfig struct {
 
 // WorkflowStats are a workflow's crawl statistics, kept as crawls change.
 type WorkflowStats struct {
-	CrawlAttemptCount    int        `bson:"crawlAttemptCount"`
-	CrawlCount           int        `bson:"crawlCount"`
-	CrawlSuccessfulCount int        `bson:"crawlSuccessfulCount"`
-	TotalSize            int64      `bson:"totalSize"`
-	LastCrawlID          *string    `bson:"lastCrawlId"`
-	LastCrawlStartTime   *time.Time `bson:"lastCrawlStartTime"`
-	LastStartedBy        *uuid.UUID `bson:"lastStartedBy"`
-	LastCrawlTime        *time.Time `bson:"lastCrawlTime"`
-	LastCrawlState       *string    `bson:"lastCrawlState"`
-	LastCrawlSize        *int64     `bson:"lastCrawlSize"`
-	LastRun              *time.Time `bson:"lastRun"`
-	IsCrawlRunning       bool       `bson:"isCrawlRunning"`
-	LastCrawlStopping    bool       `bson:"lastCrawlStopping"`
+	CrawlAttemptCount    int   `bson:"crawlAttemptCount"`
+	CrawlCount           int   `bson:"crawlCount"`
+	CrawlSuccessfulCount int   `bson:"crawlSuccessfulCount"`
+	TotalSize            int64 `bson:"totalSize"`
+
+	LastCrawl `bson:",inline"`
+}
+
+// LastCrawl are a workflow's fields about its latest crawl: the one that
+// has not ended if there is one, else the one that ended last. All nil
+// (and false) when it has no crawl.
+type LastCrawl struct {
+	LastCrawlID        *string    `bson:"lastCrawlId"`
+	LastCrawlStartTime *time.Time `bson:"lastCrawlStartTime"`
+	LastStartedBy      *uuid.UUID `bson:"lastStartedBy"`
+	LastCrawlTime      *time.Time `bson:"lastCrawlTime"`
+	LastCrawlState     *string    `bson:"lastCrawlState"`
+	LastCrawlSize      *int64     `bson:"lastCrawlSize"`
+	LastRun            *time.Time `bson:"lastRun"`
+	IsCrawlRunning     bool       `bson:"isCrawlRunning"`
+	LastCrawlStopping  bool       `bson:"lastCrawlStopping"`
+}
+
+// LastCrawlOf returns the last-crawl fields crawl c gives its workflow:
+// while it has not ended, its live state, stats size and stopping flag
+// (isCrawlRunning true, lastCrawlTime null, lastRun its start); once it
+// has, its final state, file size and finish time.
+func LastCrawlOf(c *Crawl) LastCrawl {
+	l := LastCrawl{
+		LastCrawlID: &c.ID, LastCrawlStartTime: &c.Started, LastStartedBy: &c.UserID,
+		LastCrawlState: &c.State,
+	}
+	if IsFinished(c.State) {
+		l.LastCrawlTime, l.LastCrawlSize, l.LastRun = c.Finished, &c.FileSize, c.Finished
+		return l
+	}
+	live := int64(0)
+	if c.Stats != nil {
+		live = c.Stats.Size
+	}
+	l.LastCrawlSize, l.LastRun = &live, &c.Started
+	l.IsCrawlRunning, l.LastCrawlStopping = true, c.Stopping
+	return l
 }
 
 // ConfigRevision is a copy of a workflow's settings before a change.

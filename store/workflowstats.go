@@ -27,73 +27,48 @@ var statsProjection = bson.M{"files": 0, "errors": 0, "config": 0, "podStatus": 
 //
 // Errors: NotFound("crawl_config_not_found").
 func (m *Mongo) RecomputeWorkflowStats(ctx context.Context, cid uuid.UUID) error {
-	return recompute(ctx, m.coll(collConfigs), cid, errConfigNotFound, func(ctx context.Context) (bson.M, error) {
+	return recompute(ctx, m.coll(collConfigs), cid, errConfigNotFound, func(ctx context.Context) (any, error) {
 		return m.workflowStats(ctx, cid)
 	})
 }
 
-func (m *Mongo) workflowStats(ctx context.Context, cid uuid.UUID) (bson.M, error) {
+// derivedWorkflowStats are the workflow fields RecomputeWorkflowStats
+// writes: all but crawlAttemptCount, which counts starts, including those
+// of crawls deleted since.
+type derivedWorkflowStats struct {
+	CrawlCount           int64 `bson:"crawlCount"`
+	CrawlSuccessfulCount int64 `bson:"crawlSuccessfulCount"`
+	TotalSize            int64 `bson:"totalSize"`
+	LastCrawl            `bson:",inline"`
+}
+
+func (m *Mongo) workflowStats(ctx context.Context, cid uuid.UUID) (*derivedWorkflowStats, error) {
+	var s derivedWorkflowStats
+	var err error
 	crawls := m.coll(collCrawls)
-	ended, err := countDocs(ctx, crawls, bson.M{"cid": cid, "state": bson.M{"$in": FinishedStates}})
-	if err != nil {
+	if s.CrawlCount, err = countDocs(ctx, crawls, bson.M{"cid": cid, "state": bson.M{"$in": FinishedStates}}); err != nil {
 		return nil, err
 	}
 	successful := bson.M{"cid": cid, "state": bson.M{"$in": SuccessfulStates}}
-	succeeded, err := countDocs(ctx, crawls, successful)
+	if s.CrawlSuccessfulCount, err = countDocs(ctx, crawls, successful); err != nil {
+		return nil, err
+	}
+	if s.TotalSize, err = sumField(ctx, crawls, successful, "fileSize"); err != nil {
+		return nil, err
+	}
+	last, err := m.latestCrawl(ctx, cid, ActiveStates, "started")
 	if err != nil {
 		return nil, err
 	}
-	size, err := sumField(ctx, crawls, successful, "fileSize")
-	if err != nil {
-		return nil, err
-	}
-	set := bson.M{
-		"crawlCount":           ended,
-		"crawlSuccessfulCount": succeeded,
-		"totalSize":            size,
-	}
-
-	active, err := m.latestCrawl(ctx, cid, ActiveStates, "started")
-	if err != nil {
-		return nil, err
-	}
-	if active != nil {
-		live := int64(0)
-		if active.Stats != nil {
-			live = active.Stats.Size
-		}
-		set["lastCrawlId"] = active.ID
-		set["lastCrawlStartTime"] = active.Started
-		set["lastStartedBy"] = active.UserID
-		set["lastCrawlTime"] = nil
-		set["lastCrawlState"] = active.State
-		set["lastCrawlSize"] = live
-		set["lastRun"] = active.Started
-		set["isCrawlRunning"] = true
-		set["lastCrawlStopping"] = active.Stopping
-		return set, nil
-	}
-
-	last, err := m.latestCrawl(ctx, cid, FinishedStates, "finished")
-	if err != nil {
-		return nil, err
-	}
-	set["isCrawlRunning"] = false
-	set["lastCrawlStopping"] = false
 	if last == nil {
-		for _, f := range []string{"lastCrawlId", "lastCrawlStartTime", "lastStartedBy", "lastCrawlTime", "lastCrawlState", "lastCrawlSize", "lastRun"} {
-			set[f] = nil
+		if last, err = m.latestCrawl(ctx, cid, FinishedStates, "finished"); err != nil {
+			return nil, err
 		}
-		return set, nil
 	}
-	set["lastCrawlId"] = last.ID
-	set["lastCrawlStartTime"] = last.Started
-	set["lastStartedBy"] = last.UserID
-	set["lastCrawlTime"] = last.Finished
-	set["lastCrawlState"] = last.State
-	set["lastCrawlSize"] = last.FileSize
-	set["lastRun"] = last.Finished
-	return set, nil
+	if last != nil {
+		s.LastCrawl = LastCrawlOf(last)
+	}
+	return &s, nil
 }
 
 // latestCrawl returns the crawl of cid in one of states with the greatest
@@ -118,7 +93,7 @@ func (m *Mongo) latestCrawl(ctx context.Context, cid uuid.UUID, states []string,
 //
 // Errors: NotFound("org_not_found").
 func (m *Mongo) RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) error {
-	return recompute(ctx, m.coll(collOrgs), oid, errOrgNotFound, func(ctx context.Context) (bson.M, error) {
+	return recompute(ctx, m.coll(collOrgs), oid, errOrgNotFound, func(ctx context.Context) (any, error) {
 		total, err := sumField(ctx, m.coll(collCrawls),
 			bson.M{"oid": oid, "state": bson.M{"$in": SuccessfulStates}}, "fileSize")
 		if err != nil {
