@@ -74,35 +74,53 @@ func TestBinaryIsStatic(t *testing.T) {
 // TestDevStartsAndStopsCleanly runs `trawler dev` as a user would: it must
 // come up, answer /readyz, and leave no process behind after Ctrl-C.
 func TestDevStartsAndStopsCleanly(t *testing.T) {
-	bin := buildTrawler(t)
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "dev", "--dir", filepath.Join(dir, "dev"), "--api.listen", "127.0.0.1:0", "--nodes", "1")
+	dev := startDev(t, dir)
+	dev.interrupt(t)
+	if left := processesMentioning(t, dir); len(left) > 0 {
+		t.Fatalf("processes left behind: %s", strings.Join(left, "; "))
+	}
+}
+
+// devProcess is a running `trawler dev`.
+type devProcess struct {
+	cmd    *exec.Cmd
+	exited chan error
+	apiURL string
+}
+
+// startDev starts `trawler dev` with its files in dir and a single node,
+// and waits until its API answers /readyz. Cleanup kills it if the test
+// did not interrupt it.
+func startDev(t *testing.T, dir string) *devProcess {
+	t.Helper()
+	cmd := exec.Command(buildTrawler(t), "dev", "--dir", filepath.Join(dir, "dev"), "--api.listen", "127.0.0.1:0", "--nodes", "1")
 	cmd.Stdout = os.Stdout
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	d := &devProcess{cmd: cmd, exited: make(chan error, 1)}
+	go func() { d.exited <- cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	d.apiURL = waitForEnv(t, filepath.Join(dir, "dev", "env"), d.exited)
+	waitReady(t, d.apiURL+"/readyz", d.exited)
+	return d
+}
 
-	envFile := filepath.Join(dir, "dev", "env")
-	apiURL := waitForEnv(t, envFile, exited)
-	waitReady(t, apiURL+"/readyz", exited)
-
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+// interrupt sends Ctrl-C and waits for a clean exit.
+func (d *devProcess) interrupt(t *testing.T) {
+	t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
+	case err := <-d.exited:
 		if err != nil {
 			t.Fatalf("trawler dev exited with %v after SIGINT", err)
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("trawler dev did not exit within 60s of SIGINT")
-	}
-	if left := processesMentioning(t, dir); len(left) > 0 {
-		t.Fatalf("processes left behind: %s", strings.Join(left, "; "))
 	}
 }
 

@@ -205,9 +205,15 @@ type apiClient struct {
 
 func (r *releaseEnv) api(t *testing.T) *apiClient {
 	t.Helper()
-	c := &apiClient{t: t, base: fmt.Sprintf("http://%s.%s.svc.cluster.local:8000", releaseName, releaseNamespace),
-		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-			DialContext: r.env.Dial, DisableKeepAlives: true}}}
+	return newAPIClient(t, fmt.Sprintf("http://%s.%s.svc.cluster.local:8000", releaseName, releaseNamespace),
+		&http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+			DialContext: r.env.Dial, DisableKeepAlives: true}})
+}
+
+// newAPIClient logs in to the API at base as the superuser.
+func newAPIClient(t *testing.T, base string, hc *http.Client) *apiClient {
+	t.Helper()
+	c := &apiClient{t: t, base: base, http: hc}
 	form := url.Values{"username": {"admin@example.com"}, "password": {"PASSW0RD!"}}
 	var login struct {
 		AccessToken string `json:"access_token"`

@@ -25,8 +25,18 @@ func (s *Server) workflowParam(c echo.Context) (*store.CrawlConfig, error) {
 	return wf, nil
 }
 
-// workflowsOut converts workflows with their users' names and the live
-// state of their running crawls.
+// workflowsOut converts workflows with their users' names and the
+// last-crawl fields of their current crawls.
+//
+// The stored last-crawl fields are written when a crawl starts and when
+// it has ended and its post-crawl tasks have run. In between, the crawl
+// document is newer: while the crawl runs, and after it has ended until
+// those tasks recompute the workflow (for a cancel, after the crawl's
+// Redis has been drained). So a workflow whose crawl is not folded in yet
+// shows that crawl's own fields, read after the workflow: live while it
+// runs, final once it has ended. A crawl's state only moves forward (every
+// transition is a compare-and-set), so neither does what a client polling
+// the workflow sees.
 func (s *Server) workflowsOut(c echo.Context, wfs []store.CrawlConfig) ([]crawlConfigOut, error) {
 	ctx := c.Request().Context()
 	users, err := s.store.ListUsersByIDs(ctx, workflowUserIDs(wfs...))
@@ -35,17 +45,17 @@ func (s *Server) workflowsOut(c echo.Context, wfs []store.CrawlConfig) ([]crawlC
 	}
 	out := make([]crawlConfigOut, len(wfs))
 	for i := range wfs {
-		var running *store.Crawl
-		if wf := &wfs[i]; wf.IsCrawlRunning && wf.LastCrawlID != nil {
-			running, err = s.store.GetCrawl(ctx, wf.OID, *wf.LastCrawlID)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
+		wf := &wfs[i]
+		if wf.IsCrawlRunning && wf.LastCrawlID != nil {
+			crawl, err := s.store.GetCrawl(ctx, wf.OID, *wf.LastCrawlID)
+			switch {
+			case err == nil:
+				wf.LastCrawl = store.LastCrawlOf(crawl)
+			case !errors.Is(err, store.ErrNotFound):
 				return nil, err
 			}
-			if running != nil && !store.IsActive(running.State) {
-				running = nil
-			}
 		}
-		out[i] = toCrawlConfigOut(&wfs[i], users, running)
+		out[i] = toCrawlConfigOut(wf, users)
 	}
 	return out, nil
 }

@@ -5,6 +5,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/trawlerhq/trawler/store"
 )
 
 func TestCreateWorkflow(t *testing.T) {
@@ -269,4 +274,66 @@ func TestLaunchFailureMarksCrawlFailed(t *testing.T) {
 		t.Fatalf("crawl after a failed launch: %v", list)
 	}
 	e.mustJSON(asCrawler, "POST", e.orgPath("/crawlconfigs/"+cid+"/run"), nil, 200)
+}
+
+// TestWorkflowShowsEndedCrawlBeforeItsStats: between a crawl's end and
+// the post-crawl tasks that fold it into its workflow's stats, the
+// workflow shows the ended crawl (never the copy written at its start),
+// with exactly the last-crawl fields those tasks then store.
+func TestWorkflowShowsEndedCrawlBeforeItsStats(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	cid, id := e.startCrawl(asCrawler, "wf")
+	e.setState(id, "running")
+	if _, err := e.store.UpdateCrawlStats(ctx, id, store.CrawlStats{Found: 9, Done: 3, Size: 700}); err != nil {
+		t.Fatal(err)
+	}
+	e.mustJSON(asCrawler, "POST", e.orgPath("/crawls/"+id+"/stop"), nil, 200)
+	lastCrawl := func(from string) map[string]any {
+		t.Helper()
+		var wf map[string]any
+		if from == "list" {
+			wf = e.mustJSON(asViewer, "GET", e.orgPath("/crawlconfigs"), nil, 200)["items"].([]any)[0].(map[string]any)
+		} else {
+			wf = e.mustJSON(asViewer, "GET", e.orgPath("/crawlconfigs/"+cid), nil, 200)
+		}
+		got := map[string]any{}
+		for _, k := range []string{"lastCrawlId", "lastCrawlStartTime", "lastStartedBy", "lastCrawlTime", "lastCrawlState",
+			"lastCrawlSize", "lastRun", "isCrawlRunning", "lastCrawlStopping", "crawlCount"} {
+			got[k] = wf[k]
+		}
+		return got
+	}
+	running := lastCrawl("get")
+	if running["lastCrawlState"] != "running" || running["lastCrawlSize"] != 700.0 || running["lastCrawlStopping"] != true ||
+		running["isCrawlRunning"] != true || running["lastCrawlTime"] != nil {
+		t.Fatalf("running crawl: %v", running)
+	}
+
+	if _, err := e.store.AddCrawlFile(ctx, id, store.CrawlFile{Filename: "a.wacz", Size: 1234}); err != nil {
+		t.Fatal(err)
+	}
+	finished := time.Now().UTC().Truncate(time.Second)
+	if _, _, err := e.store.SetCrawlState(ctx, id, "partial_complete", store.ActiveStates,
+		store.CrawlStateExtra{Finished: &finished}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"lastCrawlId": id, "lastCrawlStartTime": running["lastCrawlStartTime"], "lastStartedBy": running["lastStartedBy"],
+		"lastCrawlTime": finished.Format("2006-01-02T15:04:05"), "lastCrawlState": "partial_complete",
+		"lastCrawlSize": 1234.0, "lastRun": finished.Format("2006-01-02T15:04:05"),
+		"isCrawlRunning": false, "lastCrawlStopping": false, "crawlCount": 0.0,
+	}
+	for _, from := range []string{"get", "list"} {
+		if diff := cmp.Diff(want, lastCrawl(from)); diff != "" {
+			t.Fatalf("%s: ended crawl before its post-crawl tasks (-want +got):\n%s", from, diff)
+		}
+	}
+	if _, err := e.store.RunPostCrawlTasks(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	want["crawlCount"] = 1.0
+	if diff := cmp.Diff(want, lastCrawl("get")); diff != "" {
+		t.Fatalf("after the post-crawl tasks (-want +got):\n%s", diff)
+	}
 }

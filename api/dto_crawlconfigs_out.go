@@ -48,9 +48,8 @@ type crawlConfigOut struct {
 }
 
 // toCrawlConfigOut converts a workflow; users resolves the …ByName
-// fields and running, when not nil, is its running crawl whose live
-// state, size and stopping flag override the stored last-crawl fields.
-func toCrawlConfigOut(c *store.CrawlConfig, users map[uuid.UUID]store.User, running *store.Crawl) crawlConfigOut {
+// fields.
+func toCrawlConfigOut(c *store.CrawlConfig, users map[uuid.UUID]store.User) crawlConfigOut {
 	tags := c.Tags
 	if tags == nil {
 		tags = []string{}
@@ -76,13 +75,6 @@ func toCrawlConfigOut(c *store.CrawlConfig, users map[uuid.UUID]store.User, runn
 	}
 	if c.FirstSeed != "" {
 		out.FirstSeed = &c.FirstSeed
-	}
-	if running != nil {
-		state, size := running.State, int64(0)
-		if running.Stats != nil {
-			size = running.Stats.Size
-		}
-		out.LastCrawlState, out.LastCrawlSize, out.LastCrawlStopping = &state, &size, running.Stopping
 	}
 	return out
 }
