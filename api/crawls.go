@@ -65,28 +65,50 @@ func (s *Server) liveStats(ctx context.Context, crawls []store.Crawl) map[string
 	return out
 }
 
-// crawlsOut converts crawls with user names and live stats.
-func (s *Server) crawlsOut(ctx context.Context, crawls []store.Crawl) ([]crawlOut, error) {
+// crawlRefs is what crawls are shown with besides their documents.
+type crawlRefs struct {
+	users map[uuid.UUID]store.User
+	// live holds the Redis stats of the running crawls that answered.
+	live map[string]*store.CrawlStats
+	// seeds holds the current seeds of the crawls' workflows: upstream
+	// shows those, not the crawl's copy, in seedCount (and, in
+	// replay.json, firstSeed), so both follow edits of the workflow.
+	seeds map[uuid.UUID][]store.Seed
+}
+
+// crawlRefsOf reads the refs of crawls.
+func (s *Server) crawlRefsOf(ctx context.Context, crawls []store.Crawl) (crawlRefs, error) {
 	users, err := s.store.ListUsersByIDs(ctx, crawlUserIDs(crawls...))
+	if err != nil {
+		return crawlRefs{}, err
+	}
+	seeds, err := s.store.CrawlConfigSeeds(ctx, crawlConfigIDs(crawls...))
+	if err != nil {
+		return crawlRefs{}, err
+	}
+	return crawlRefs{users: users, live: s.liveStats(ctx, crawls), seeds: seeds}, nil
+}
+
+// crawlsOut converts crawls in their list-item form.
+func (s *Server) crawlsOut(ctx context.Context, crawls []store.Crawl) ([]crawlOut, error) {
+	refs, err := s.crawlRefsOf(ctx, crawls)
 	if err != nil {
 		return nil, err
 	}
-	live := s.liveStats(ctx, crawls)
 	out := make([]crawlOut, len(crawls))
 	for i := range crawls {
-		out[i] = toCrawlOut(&crawls[i], users, live[crawls[i].ID])
+		out[i] = toCrawlOut(&crawls[i], refs)
 	}
 	return out, nil
 }
 
 // crawlWithResources converts one crawl for replay.json.
 func (s *Server) crawlWithResources(ctx context.Context, crawl *store.Crawl) (crawlOutWithResources, error) {
-	users, err := s.store.ListUsersByIDs(ctx, []uuid.UUID{crawl.UserID})
+	refs, err := s.crawlRefsOf(ctx, []store.Crawl{*crawl})
 	if err != nil {
 		return crawlOutWithResources{}, err
 	}
-	live := s.liveStats(ctx, []store.Crawl{*crawl})
-	return toCrawlOutWithResources(crawl, users, live[crawl.ID], s.cfg.StorageAccessURL), nil
+	return toCrawlOutWithResources(crawl, refs, s.cfg.StorageAccessURL), nil
 }
 
 // crawlFilter reads the list filters shared by the crawl lists.

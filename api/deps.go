@@ -104,6 +104,7 @@ type CrawlLauncher interface {
 type CrawlConfigStore interface {
 	CreateCrawlConfig(ctx context.Context, c *store.CrawlConfig) error
 	GetCrawlConfig(ctx context.Context, oid, cid uuid.UUID) (*store.CrawlConfig, error)
+	CrawlConfigSeeds(ctx context.Context, cids []uuid.UUID) (map[uuid.UUID][]store.Seed, error)
 	ListCrawlConfigs(ctx context.Context, oid uuid.UUID, f store.CrawlConfigFilter) ([]store.CrawlConfig, int64, error)
 	UpdateCrawlConfig(ctx context.Context, oid, cid uuid.UUID, upd store.CrawlConfigUpdate, rev *store.ConfigRevision) (*store.CrawlConfig, error)
 	DeactivateCrawlConfig(ctx context.Context, oid, cid uuid.UUID) error

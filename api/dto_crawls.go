@@ -1,8 +1,6 @@
 package api
 
 import (
-	"strings"
-
 	"github.com/google/uuid"
 
 	"github.com/trawlerhq/trawler/store"
@@ -37,32 +35,37 @@ type crawlOut struct {
 	CollectionIDs []uuid.UUID  `json:"collectionIds"`
 	Config        rawConfigOut `json:"config"`
 	FirstSeed     *string      `json:"firstSeed"`
-	SeedCount     int          `json:"seedCount"`
+	SeedCount     *int         `json:"seedCount"`
 	ProfileName   *string      `json:"profileName"`
 	Stopping      bool         `json:"stopping"`
 	Manual        bool         `json:"manual"`
 }
 
-// toCrawlOut converts a crawl; users resolves userName and live, when not
-// nil, replaces the stored stats of a running crawl.
-func toCrawlOut(c *store.Crawl, users map[uuid.UUID]store.User, live *store.CrawlStats) crawlOut {
+// toCrawlOut converts a crawl in its list-item form: firstSeed from the
+// crawl's own config, seedCount from its workflow's current seeds (null
+// without a workflow), stats live while it runs.
+func toCrawlOut(c *store.Crawl, refs crawlRefs) crawlOut {
 	typ := c.Type
 	if typ == "" {
 		typ = store.TypeCrawl
 	}
 	out := crawlOut{
-		ID: c.ID, Type: typ, UserID: c.UserID, UserName: userName(users, &c.UserID), OID: c.OID,
+		ID: c.ID, Type: typ, UserID: c.UserID, UserName: userName(refs.users, &c.UserID), OID: c.OID,
 		CID: c.CID, CIDRev: c.CIDRev, Name: c.Name, Description: c.Description,
 		Started: fmtTime(c.Started), Finished: fmtTimePtr(c.Finished), State: c.State,
 		FileSize: c.FileSize, FileCount: c.FileCount, Tags: nonNil(c.Tags),
 		CollectionIDs: nonNil(c.CollectionIDs), Config: toRawConfigOut(c.Config),
-		SeedCount: len(c.Config.Seeds), Stopping: c.Stopping, Manual: c.Manual,
+		Stopping: c.Stopping, Manual: c.Manual,
 	}
 	if c.FirstSeed != "" {
 		out.FirstSeed = &c.FirstSeed
 	}
+	if seeds := refs.seeds[c.CID]; len(seeds) > 0 {
+		n := len(seeds)
+		out.SeedCount = &n
+	}
 	stats := c.Stats
-	if live != nil {
+	if live := refs.live[c.ID]; live != nil {
 		stats = live
 	}
 	if stats != nil {
@@ -71,7 +74,9 @@ func toCrawlOut(c *store.Crawl, users map[uuid.UUID]store.User, live *store.Craw
 	return out
 }
 
-// resourceOut is one downloadable file of a crawl.
+// resourceOut is one downloadable file of a crawl; Name is the stored
+// file name in full (the key under the storage's prefix, e.g.
+// <oid>/<name>.wacz), as upstream sends it.
 type resourceOut struct {
 	Name    string `json:"name"`
 	Path    string `json:"path"`
@@ -94,26 +99,38 @@ type crawlOutWithResources struct {
 }
 
 // toCrawlOutWithResources adds the files; accessURL prefixes relative
-// file names (absolute URLs pass unchanged).
-func toCrawlOutWithResources(c *store.Crawl, users map[uuid.UUID]store.User, live *store.CrawlStats, accessURL string) crawlOutWithResources {
-	out := crawlOutWithResources{crawlOut: toCrawlOut(c, users, live),
+// file names (absolute URLs pass unchanged). Unlike the list item, its
+// firstSeed is the workflow's current first seed.
+func toCrawlOutWithResources(c *store.Crawl, refs crawlRefs, accessURL string) crawlOutWithResources {
+	out := crawlOutWithResources{crawlOut: toCrawlOut(c, refs),
 		Resources: make([]resourceOut, len(c.Files)), Collections: []collectionRefOut{}}
+	if seeds := refs.seeds[c.CID]; len(seeds) > 0 {
+		out.FirstSeed = &seeds[0].URL
+	}
 	for i, f := range c.Files {
-		path := f.Path(accessURL)
-		name := f.Filename[strings.LastIndex(f.Filename, "/")+1:]
-		out.Resources[i] = resourceOut{Name: name, Path: path, Hash: f.Hash, Size: f.Size, CrawlID: c.ID}
+		out.Resources[i] = resourceOut{Name: f.Filename, Path: f.Path(accessURL), Hash: f.Hash, Size: f.Size, CrawlID: c.ID}
 	}
 	return out
 }
 
+// crawlConfigIDs are the distinct workflows of crawls.
+func crawlConfigIDs(cs ...store.Crawl) []uuid.UUID {
+	return distinctIDs(cs, func(c *store.Crawl) uuid.UUID { return c.CID })
+}
+
 // crawlUserIDs are the distinct users the crawls' userName fields name.
 func crawlUserIDs(cs ...store.Crawl) []uuid.UUID {
-	seen := map[uuid.UUID]bool{}
+	return distinctIDs(cs, func(c *store.Crawl) uuid.UUID { return c.UserID })
+}
+
+// distinctIDs are the distinct non-nil ids key picks from crawls.
+func distinctIDs(cs []store.Crawl, key func(*store.Crawl) uuid.UUID) []uuid.UUID {
+	seen := map[uuid.UUID]bool{uuid.Nil: true}
 	var ids []uuid.UUID
-	for _, c := range cs {
-		if !seen[c.UserID] {
-			seen[c.UserID] = true
-			ids = append(ids, c.UserID)
+	for i := range cs {
+		if id := key(&cs[i]); !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
 		}
 	}
 	return ids

@@ -85,6 +85,31 @@ func (m *Mongo) GetCrawlConfig(ctx context.Context, oid, cid uuid.UUID) (*CrawlC
 	return &c, nil
 }
 
+// CrawlConfigSeeds returns the current seeds of the workflows cids
+// (inactive ones too, any org: crawls of several orgs are listed together
+// for the superuser) by id; unknown ids are left out.
+func (m *Mongo) CrawlConfigSeeds(ctx context.Context, cids []uuid.UUID) (map[uuid.UUID][]Seed, error) {
+	out := make(map[uuid.UUID][]Seed, len(cids))
+	if len(cids) == 0 {
+		return out, nil
+	}
+	type row struct {
+		ID     uuid.UUID `bson:"_id"`
+		Config struct {
+			Seeds []Seed `bson:"seeds"`
+		} `bson:"config"`
+	}
+	opts := options.Find().SetProjection(bson.M{"config.seeds": 1})
+	rows, err := findAll[row](ctx, m.coll(collConfigs), bson.M{"_id": bson.M{"$in": cids}}, opts, "crawl config seeds")
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.ID] = r.Config.Seeds
+	}
+	return out, nil
+}
+
 // configSorts are the sort keys of the workflow list with their secondary
 // key (upstream §5.5).
 var configSorts = map[string]string{

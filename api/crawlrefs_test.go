@@ -1,0 +1,72 @@
+package api
+
+import (
+	"maps"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/trawlerhq/trawler/store"
+)
+
+// TestCrawlSeedsAndResourcesAsUpstream checks whole crawl objects, nulls
+// included, after the crawl's workflow got other seeds: as upstream, the
+// list item (and the single GET, which is a list item) keeps the crawl's
+// own firstSeed with the workflow's current seedCount; replay.json (and
+// the all-crawls single GET) takes both from the workflow. Resources are
+// named by the full stored file name.
+func TestCrawlSeedsAndResourcesAsUpstream(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	cid, id := e.startCrawl(asCrawler, "wf")
+	wfPath := e.orgPath("/crawlconfigs/" + cid)
+	configAtStart := e.mustJSON(asViewer, "GET", wfPath, nil, 200)["config"]
+
+	file := store.CrawlFile{Filename: e.org.String() + "/20260301100000-wf-abc.wacz", Hash: "sha256:ab12", Size: 4321}
+	if _, err := e.store.AddCrawlFile(ctx, id, file); err != nil {
+		t.Fatal(err)
+	}
+	e.setState(id, "complete")
+
+	cfg := e.mustJSON(asViewer, "GET", wfPath, nil, 200)["config"].(map[string]any)
+	cfg["seeds"] = []any{
+		map[string]any{"url": "https://new.example/"},
+		map[string]any{"url": "https://example.com/"},
+		map[string]any{"url": "https://third.example/"},
+	}
+	e.mustJSON(asCrawler, "PATCH", wfPath, map[string]any{"config": cfg}, 200)
+
+	item := e.mustJSON(asViewer, "GET", e.orgPath("/crawls"), nil, 200)["items"].([]any)[0].(map[string]any)
+	want := map[string]any{
+		"id": id, "type": "crawl", "userid": item["userid"], "userName": asCrawler, "oid": e.org.String(),
+		"cid": cid, "cid_rev": 0.0, "name": "wf", "description": nil,
+		"started": item["started"], "finished": item["finished"], "state": "complete", "stats": nil,
+		"fileSize": 4321.0, "fileCount": 1.0, "tags": []any{}, "errors": nil, "collectionIds": []any{},
+		"config": configAtStart, "firstSeed": "https://example.com/", "seedCount": 3.0,
+		"profileName": nil, "stopping": false, "manual": true,
+	}
+	if item["started"] == nil || item["finished"] == nil {
+		t.Fatalf("started/finished: %v", item)
+	}
+	for _, path := range []string{"/crawls", "/all-crawls"} {
+		got := e.mustJSON(asViewer, "GET", e.orgPath(path), nil, 200)["items"].([]any)[0]
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s item (-want +got):\n%s", path, diff)
+		}
+	}
+	if diff := cmp.Diff(want, e.mustJSON(asViewer, "GET", e.orgPath("/crawls/"+id), nil, 200)); diff != "" {
+		t.Errorf("GET /crawls/{id} (-want +got):\n%s", diff)
+	}
+
+	replay := maps.Clone(want)
+	replay["firstSeed"] = "https://new.example/"
+	replay["resources"] = []any{map[string]any{
+		"name": file.Filename, "path": "/data/" + file.Filename, "hash": "sha256:ab12", "size": 4321.0, "crawlId": id,
+	}}
+	replay["collections"] = []any{}
+	for _, path := range []string{"/crawls/" + id + "/replay.json", "/all-crawls/" + id + "/replay.json", "/all-crawls/" + id} {
+		if diff := cmp.Diff(replay, e.mustJSON(asCrawler, "GET", e.orgPath(path), nil, 200)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", path, diff)
+		}
+	}
+}
