@@ -44,12 +44,11 @@ type settingsOut struct {
 	DefaultPageLoadTimeSeconds int   `json:"defaultPageLoadTimeSeconds"`
 }
 
-// quotasOut are an org's limits on the wire.
+// quotasOut are an org's limits on the wire, upstream's three keys.
 type quotasOut struct {
-	MaxConcurrentCrawls    int   `json:"maxConcurrentCrawls"`
-	MaxPagesPerCrawl       int   `json:"maxPagesPerCrawl"`
-	StorageQuota           int64 `json:"storageQuota"`
-	MaxExecMinutesPerMonth int64 `json:"maxExecMinutesPerMonth"`
+	MaxConcurrentCrawls int   `json:"maxConcurrentCrawls"`
+	MaxPagesPerCrawl    int   `json:"maxPagesPerCrawl"`
+	StorageQuota        int64 `json:"storageQuota"`
 }
 
 // orgMemberOut is one member as owners see them.
@@ -60,16 +59,17 @@ type orgMemberOut struct {
 }
 
 // orgOut is an org serialized for the caller: storage never, users for
-// owners only, usage for crawlers and up (absent keys, as upstream).
+// owners only, usage for crawlers and up (null for the others, as
+// upstream).
 type orgOut struct {
 	ID          uuid.UUID                `json:"id"`
 	Name        string                   `json:"name"`
-	Users       *map[string]orgMemberOut `json:"users,omitempty"`
-	Usage       *map[string]int64        `json:"usage,omitempty"`
+	Users       *map[string]orgMemberOut `json:"users"`
+	Usage       *map[string]int64        `json:"usage"`
 	Default     bool                     `json:"default"`
 	BytesStored int64                    `json:"bytesStored"`
 	Origin      *string                  `json:"origin"`
-	WebhookURLs map[string]string        `json:"webhookUrls"`
+	WebhookURLs webhookURLs              `json:"webhookUrls"`
 	Quotas      quotasOut                `json:"quotas"`
 }
 
@@ -77,12 +77,9 @@ type orgOut struct {
 // user records of o's members (needed for owners only).
 func toOrgOut(o *store.Org, role store.Role, members map[uuid.UUID]store.User) orgOut {
 	out := orgOut{ID: o.ID, Name: o.Name, Default: o.Default, BytesStored: o.BytesStored,
-		WebhookURLs: o.WebhookURLs, Quotas: quotasOut{
+		WebhookURLs: toWebhookURLs(o.WebhookURLs), Quotas: quotasOut{
 			MaxConcurrentCrawls: o.Quotas.MaxConcurrentCrawls, MaxPagesPerCrawl: o.Quotas.MaxPagesPerCrawl,
-			StorageQuota: o.Quotas.StorageQuota, MaxExecMinutesPerMonth: o.Quotas.MaxCrawlMinutes}}
-	if out.WebhookURLs == nil {
-		out.WebhookURLs = map[string]string{}
-	}
+			StorageQuota: o.Quotas.StorageQuota}}
 	if o.Origin != "" {
 		out.Origin = &o.Origin
 	}
@@ -154,12 +151,12 @@ type removeUserIn struct {
 	Email *string `json:"email"`
 }
 
-// quotasIn is POST /api/orgs/{oid}/quotas; absent fields become 0.
+// quotasIn is POST /api/orgs/{oid}/quotas; absent fields become 0, other
+// keys are ignored (as upstream).
 type quotasIn struct {
-	MaxConcurrentCrawls    int   `json:"maxConcurrentCrawls"`
-	MaxPagesPerCrawl       int   `json:"maxPagesPerCrawl"`
-	StorageQuota           int64 `json:"storageQuota"`
-	MaxExecMinutesPerMonth int64 `json:"maxExecMinutesPerMonth"`
+	MaxConcurrentCrawls int   `json:"maxConcurrentCrawls"`
+	MaxPagesPerCrawl    int   `json:"maxPagesPerCrawl"`
+	StorageQuota        int64 `json:"storageQuota"`
 }
 
 func (in quotasIn) validate() error {
@@ -168,7 +165,7 @@ func (in quotasIn) validate() error {
 		name string
 		n    int64
 	}{{"maxConcurrentCrawls", int64(in.MaxConcurrentCrawls)}, {"maxPagesPerCrawl", int64(in.MaxPagesPerCrawl)},
-		{"storageQuota", in.StorageQuota}, {"maxExecMinutesPerMonth", in.MaxExecMinutesPerMonth}} {
+		{"storageQuota", in.StorageQuota}} {
 		if f.n < 0 {
 			v.between(f.n, 0, 0, "body", f.name)
 		}
@@ -178,7 +175,7 @@ func (in quotasIn) validate() error {
 
 func toStoreQuotas(in quotasIn) store.OrgQuotas {
 	return store.OrgQuotas{MaxConcurrentCrawls: in.MaxConcurrentCrawls, MaxPagesPerCrawl: in.MaxPagesPerCrawl,
-		StorageQuota: in.StorageQuota, MaxCrawlMinutes: in.MaxExecMinutesPerMonth}
+		StorageQuota: in.StorageQuota}
 }
 
 // validRole reports a role one can give a member.

@@ -1,41 +1,82 @@
 package api
 
 import (
+	"maps"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
+// TestOrgSerializationByRole compares whole org objects, nulls included,
+// as each role sees them, before and after the org has usage, webhook URLs
+// and an origin: users only for owners and usage only for crawlers and up
+// (null for the others), storage never, webhookUrls always with every
+// event's key, quotas with upstream's three keys.
 func TestOrgSerializationByRole(t *testing.T) {
 	e := newEnv(t)
-	for _, tc := range []struct {
-		as                 string
-		hasUsers, hasUsage bool
-	}{
-		{asAdmin, true, true}, {asOwner, true, true}, {asCrawler, false, true}, {asViewer, false, false},
-	} {
-		o := e.mustJSON(tc.as, "GET", e.orgPath("/"), nil, 200)
-		_, users := o["users"]
-		_, usage := o["usage"]
-		_, storage := o["storage"]
-		if users != tc.hasUsers || usage != tc.hasUsage || storage {
-			t.Errorf("%s sees users=%v usage=%v storage=%v: %v", tc.as, users, usage, storage, o)
-		}
-		for _, k := range []string{"id", "name", "default", "bytesStored", "origin", "webhookUrls", "quotas"} {
-			if _, ok := o[k]; !ok {
-				t.Errorf("%s: org lacks %s", tc.as, k)
+	ids := map[string]string{}
+	for _, as := range []string{asAdmin, asOwner, asCrawler, asViewer} {
+		ids[as] = e.mustJSON(as, "GET", "/api/users/me", nil, 200)["id"].(string)
+	}
+	members := map[string]any{}
+	for as, role := range map[string]float64{asOwner: 40, asCrawler: 20, asViewer: 10} {
+		members[ids[as]] = map[string]any{"role": role, "name": as, "email": as + "@example.com"}
+	}
+	noURLs := map[string]any{"crawlStarted": nil, "crawlFinished": nil, "uploadFinished": nil,
+		"addedToCollection": nil, "removedFromCollection": nil}
+	org := map[string]any{
+		"id": e.org.String(), "name": "My Organization", "users": members, "usage": map[string]any{},
+		"default": true, "bytesStored": 0.0, "origin": nil, "webhookUrls": noURLs,
+		"quotas": map[string]any{"maxConcurrentCrawls": 0.0, "maxPagesPerCrawl": 0.0, "storageQuota": 0.0},
+	}
+	check := func(want map[string]any) {
+		t.Helper()
+		for _, tc := range []struct {
+			as                 string
+			seesUsers, seesUse bool
+		}{{asAdmin, true, true}, {asOwner, true, true}, {asCrawler, false, true}, {asViewer, false, false}} {
+			w := maps.Clone(want)
+			if !tc.seesUsers {
+				w["users"] = nil
+			}
+			if !tc.seesUse {
+				w["usage"] = nil
+			}
+			if diff := cmp.Diff(w, e.mustJSON(tc.as, "GET", e.orgPath(""), nil, 200)); diff != "" {
+				t.Errorf("GET org as %s (-want +got):\n%s", tc.as, diff)
+			}
+			var item any
+			for _, it := range e.mustJSON(tc.as, "GET", "/api/orgs", nil, 200)["items"].([]any) {
+				if get(it, "id") == e.org.String() {
+					item = it
+				}
+			}
+			if diff := cmp.Diff(w, item); diff != "" {
+				t.Errorf("org list item as %s (-want +got):\n%s", tc.as, diff)
 			}
 		}
 	}
-	o := e.mustJSON(asOwner, "GET", e.orgPath(""), nil, 200)
-	var found bool
-	for _, m := range o["users"].(map[string]any) {
-		if get(m, "email") == "viewer@example.com" && get(m, "role") == 10.0 && get(m, "name") == asViewer {
-			found = true
-		}
+	check(org)
+
+	// Usage as the post-crawl tasks store it; a webhook URL (and with it
+	// the origin, the request's scheme and host) and quotas through their
+	// routes.
+	if _, err := e.store.Raw().Collection("organizations").UpdateByID(t.Context(), e.org,
+		map[string]any{"$set": map[string]any{"usage.2026-03": 125}}); err != nil {
+		t.Fatal(err)
 	}
-	if !found {
-		t.Fatalf("owner's view lacks the viewer: %v", o["users"])
-	}
+	e.mustJSON(asOwner, "POST", e.orgPath("/event-webhook-urls"), map[string]any{"crawlFinished": "https://hooks.example/done"}, 200)
+	e.mustJSON(asAdmin, "POST", e.orgPath("/quotas"), map[string]any{
+		"maxConcurrentCrawls": 2, "maxPagesPerCrawl": 10, "storageQuota": 1000, "maxExecMinutesPerMonth": 60}, 200)
+	org["usage"] = map[string]any{"2026-03": 125.0}
+	org["origin"] = "http://example.com"
+	urls := maps.Clone(noURLs)
+	urls["crawlFinished"] = "https://hooks.example/done"
+	org["webhookUrls"] = urls
+	org["quotas"] = map[string]any{"maxConcurrentCrawls": 2.0, "maxPagesPerCrawl": 10.0, "storageQuota": 1000.0}
+	check(org)
+
 	list := e.mustJSON(asViewer, "GET", "/api/orgs", nil, 200)
 	if list["total"] != 1.0 || list["page"] != 1.0 || list["pageSize"] != 1000.0 {
 		t.Fatalf("viewer's org list: %v", list)
@@ -90,12 +131,12 @@ func TestOrgAdmin(t *testing.T) {
 		400, "Can't remove only owner from org")
 
 	q := e.mustJSON(asAdmin, "POST", e.orgPath("/quotas"), map[string]any{
-		"maxConcurrentCrawls": 2, "maxPagesPerCrawl": 10, "storageQuota": 1000, "maxExecMinutesPerMonth": 60}, 200)
+		"maxConcurrentCrawls": 2, "maxPagesPerCrawl": 10, "storageQuota": 1000}, 200)
 	if q["updated"] != true {
 		t.Fatal(q)
 	}
 	o := e.mustJSON(asOwner, "GET", e.orgPath(""), nil, 200)
-	if get(o, "quotas", "maxPagesPerCrawl") != 10.0 || get(o, "quotas", "maxExecMinutesPerMonth") != 60.0 {
+	if get(o, "quotas", "maxPagesPerCrawl") != 10.0 {
 		t.Fatalf("quotas: %v", o["quotas"])
 	}
 	if r := e.do(asAdmin, "POST", e.orgPath("/quotas"), map[string]any{"storageQuota": -1}); r.Code != 422 {

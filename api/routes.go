@@ -86,7 +86,7 @@ func (s *Server) routes() []route {
 		{get, org + "/invites", accessOrgOwner, s.listOrgInvites, "The org's pending invites of people without an account", "orgs", nil, pageOut[inviteOut]{}, pageQ},
 		{post, org + "/invites/delete", accessOrgOwner, s.deleteInvites, "Withdraw the invites to an e-mail", "orgs", emailIn{}, removedCountOut{}, nil},
 		{post, "/api/orgs/invite-accept/:token", accessUser, s.acceptInvite, "Accept one of the caller's invites", "orgs", nil, addedOut{}, nil},
-		{post, org + "/event-webhook-urls", accessOrgOwner, s.setWebhookURLs, "Set the org's event webhook URLs", "webhooks", webhookURLsIn{}, updatedOut{}, nil},
+		{post, org + "/event-webhook-urls", accessOrgOwner, s.setWebhookURLs, "Set the org's event webhook URLs", "webhooks", webhookURLs{}, updatedOut{}, nil},
 		{get, org + "/webhooks", accessOrgOwner, s.listNotifications, "The org's webhook notifications", "webhooks", nil, pageOut[notificationOut]{}, pageQ},
 		{get, org + "/webhooks/:notificationid", accessOrgOwner, s.getNotification, "One webhook notification", "webhooks", nil, notificationOut{}, nil},
 		{get, org + "/webhooks/:notificationid/retry", accessOrgOwner, s.retryNotification, "Send a notification again", "webhooks", nil, successOut{}, nil},

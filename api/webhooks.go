@@ -34,15 +34,29 @@ func toNotificationOut(n *store.Notification) notificationOut {
 	return out
 }
 
-// webhookURLsIn is POST /api/orgs/{oid}/event-webhook-urls: any subset
-// of the events, each a URL (for the OpenAPI document; the handler reads
-// the keys itself to tell absent from invalid).
-type webhookURLsIn struct {
+// webhookURLs are an org's event webhook URLs, a key per event. As the
+// body of POST /api/orgs/{oid}/event-webhook-urls any subset of the events
+// is given (the type is for the OpenAPI document; the handler reads the
+// keys itself to tell absent from invalid); as an org's webhookUrls every
+// key is sent, null where the org has no URL.
+type webhookURLs struct {
 	CrawlStarted          *string `json:"crawlStarted"`
 	CrawlFinished         *string `json:"crawlFinished"`
 	UploadFinished        *string `json:"uploadFinished"`
 	AddedToCollection     *string `json:"addedToCollection"`
 	RemovedFromCollection *string `json:"removedFromCollection"`
+}
+
+func toWebhookURLs(urls map[string]string) webhookURLs {
+	url := func(event string) *string {
+		if u, ok := urls[event]; ok && u != "" {
+			return &u
+		}
+		return nil
+	}
+	return webhookURLs{CrawlStarted: url(store.EventCrawlStarted), CrawlFinished: url(store.EventCrawlFinished),
+		UploadFinished: url(store.EventUploadFinished), AddedToCollection: url(store.EventAddedToCollection),
+		RemovedFromCollection: url(store.EventRemovedFromCollection)}
 }
 
 // maxURLLength is pydantic's HttpUrl limit.

@@ -74,7 +74,6 @@ type OrgQuotas struct {
 	MaxConcurrentCrawls int   `bson:"maxConcurrentCrawls"`
 	MaxPagesPerCrawl    int   `bson:"maxPagesPerCrawl"`
 	StorageQuota        int64 `bson:"storageQuota"`
-	MaxCrawlMinutes     int64 `bson:"maxExecMinutesPerMonth,omitempty"`
 }
 
 // StorageQuotaReached reports whether the org has a storage quota and its
