@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the sandbox's test binaries from Go modules (kube-apiserver,
-# kube-scheduler, kube-controller-manager, etcd, mongotestd, helm, mailpit) into
-# a per-user cache shared by every clone, and installs redis-server and gcc if
-# missing.
+# kube-scheduler, kube-controller-manager, etcd, mongotestd, helm, mailpit,
+# versitygw) into a per-user cache shared by every clone, and installs
+# redis-server and gcc if missing.
 # Idempotent: only what is absent is built. Prints the binary folder last.
 #
 # The cold build takes ~12-15 min on 2 cores (kube alone ~9 min); later runs take seconds.
@@ -78,6 +78,8 @@ reuse etcd kube-apiserver kube-scheduler kube-controller-manager helm
 
 # Small ones first, so store and Redis work can start while Kubernetes builds.
 if missing mongotestd; then build_mongotestd; fi
+# The S3 server (Versity S3 Gateway, posix backend): ~2 min.
+if missing versitygw; then build versitygw "-s -w" github.com/versity/versitygw/cmd/versitygw; fi
 if missing etcd; then build etcd "-s -w" .; fi
 # helm installs the chart in the release tests: ~3 min.
 if missing helm; then
