@@ -1,8 +1,8 @@
 // Package sandbox runs trawler's world on loopback for tests and `trawler
 // dev`: a real Kubernetes control plane (etcd, kube-apiserver,
 // kube-scheduler, kube-controller-manager), a simulated kubelet that runs
-// Go programs as containers, redis-server, a MongoDB-wire server and an SMTP
-// server with a web UI (Mailpit). The
+// Go programs as containers, redis-server, a MongoDB-wire server, an SMTP
+// server with a web UI (Mailpit) and, when asked, an S3 server (versitygw). The
 // binaries come from hack/setup-testenv.sh (see Bin). Every process dies
 // with the Go process that started it.
 package sandbox
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
+	"github.com/trawlerhq/trawler/storage"
 )
 
 // Options configure Start. Zero values get the defaults noted.
@@ -54,6 +56,9 @@ type Options struct {
 	// RBAC makes the cluster enforce RBAC, give pods ServiceAccount tokens
 	// and write an audit log of ServiceAccount requests (ClusterOptions).
 	RBAC bool
+	// ObjectStorage starts the S3 server too (Env.S3), reachable by pods
+	// and through Dial as S3ClusterHost.
+	ObjectStorage bool
 	// Logger receives the sandbox's and the kubelet's log (default: discarded).
 	Logger *slog.Logger
 }
@@ -65,6 +70,8 @@ type Env struct {
 	Redis   *Redis
 	Mongo   *Mongo
 	Mailpit *Mailpit
+	// S3 is nil unless Options.ObjectStorage was set.
+	S3      *S3
 	Kubelet *kubelet.Kubelet
 	// Client is an admin clientset for the cluster.
 	Client kubernetes.Interface
@@ -102,7 +109,7 @@ func (e *Env) start(ctx context.Context, opts Options, began time.Time) error {
 		}
 		e.Dir, e.removeDir = dir, true
 	}
-	for _, sub := range []string{"cluster", "redis", "mongo", "mailpit", "kubelet"} {
+	for _, sub := range []string{"cluster", "redis", "mongo", "mailpit", "kubelet", "s3"} {
 		if err := os.MkdirAll(filepath.Join(e.Dir, sub), 0o755); err != nil {
 			return fmt.Errorf("creating sandbox dir: %w", err)
 		}
@@ -123,6 +130,9 @@ func (e *Env) start(ctx context.Context, opts Options, began time.Time) error {
 	if err == nil {
 		e.Mailpit, err = StartMailpit(ctx, filepath.Join(e.Dir, "mailpit"))
 	}
+	if err == nil && opts.ObjectStorage {
+		e.S3, err = StartS3(ctx, filepath.Join(e.Dir, "s3"))
+	}
 	if err = errors.Join(err, <-clusterDone); err != nil {
 		return err
 	}
@@ -136,6 +146,9 @@ func (e *Env) start(ctx context.Context, opts Options, began time.Time) error {
 		domain = "cluster.local"
 	}
 	dns := kubelet.NewDNS(domain)
+	if e.S3 != nil {
+		dns.Register(S3ClusterHost, fmt.Sprintf("127.0.0.1:%d", e.S3.Port))
+	}
 	programs := map[string]kubelet.Program{RedisImage: RedisProgram(dns)}
 	for image, p := range opts.Programs {
 		programs[image] = p
@@ -237,7 +250,7 @@ func (e *Env) MailpitURL() string { return e.Mailpit.URL() }
 // servers are the processes of the servers started next to the cluster
 // (nil for those not started).
 func (e *Env) servers() []*Process {
-	return []*Process{e.redisProcess(), e.mongoProcess(), e.mailpitProcess()}
+	return []*Process{e.redisProcess(), e.mongoProcess(), e.mailpitProcess(), e.s3Process()}
 }
 
 func (e *Env) mailpitProcess() *Process {
@@ -259,4 +272,37 @@ func (e *Env) mongoProcess() *Process {
 		return nil
 	}
 	return e.Mongo.Process
+}
+
+func (e *Env) s3Process() *Process {
+	if e.S3 == nil {
+		return nil
+	}
+	return e.S3.Process
+}
+
+// HTTPTransport is an HTTP transport that resolves the sandbox's cluster
+// DNS names (such as S3ClusterHost), for trawler's storage client.
+func (e *Env) HTTPTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = e.Dial
+	return t
+}
+
+// CreateBucket creates bucket on the S3 server (Options.ObjectStorage)
+// and returns its configuration as storage name, for trawler and for the
+// crawler's storage secret (storage.Config.CrawlerEnv).
+func (e *Env) CreateBucket(ctx context.Context, name, bucket string) (storage.Config, error) {
+	if e.S3 == nil {
+		return storage.Config{}, errors.New("sandbox started without ObjectStorage")
+	}
+	cfg := e.S3.Storage(name, bucket)
+	b, err := storage.New(cfg, storage.Options{Transport: e.HTTPTransport()})
+	if err != nil {
+		return storage.Config{}, err
+	}
+	if err := b.EnsureBucket(ctx); err != nil {
+		return storage.Config{}, err
+	}
+	return cfg, nil
 }
