@@ -25,15 +25,17 @@ import (
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
+	"github.com/trawlerhq/trawler/storage"
 	"github.com/trawlerhq/trawler/store"
 )
 
 // One sandbox serves every integration test of the package; each test
 // gets its own namespace, database and operator.
 var shared struct {
-	once sync.Once
-	env  *sandbox.Env
-	err  error
+	once    sync.Once
+	env     *sandbox.Env
+	storage storage.Config
+	err     error
 }
 
 func TestMain(m *testing.M) {
@@ -66,7 +68,12 @@ func sandboxEnv(t testing.TB) *sandbox.Env {
 			Nodes:                kubelet.Nodes{Pods: 3000},
 			CRDs:                 k8s.CRDs(),
 			CrawlPriorityClasses: 3,
+			// Crawlers upload their WACZ files, as the real ones do.
+			ObjectStorage: true,
 		})
+		if shared.err == nil {
+			shared.storage, shared.err = shared.env.CreateBucket(ctx, "default", "btrix-data")
+		}
 	})
 	if errors.Is(shared.err, sandbox.ErrBinaryMissing) {
 		t.Skipf("sandbox binaries missing (run hack/setup-testenv.sh): %v", shared.err)
@@ -113,8 +120,7 @@ func newHarness(t testing.TB) *harness {
 	err = k8s.EnsureCrawlerSupport(ctx, h.kube, h.ns, k8s.CrawlerSupport{
 		CrawlArgs:   k8s.CrawlArgs(k8s.CrawlArgsOptions{Workers: 2, HealthCheckPort: 6065}),
 		StorageName: "default",
-		Storage: map[string]string{"STORE_ENDPOINT_URL": "http://local-minio.default:9000/btrix-data/",
-			"STORE_ACCESS_KEY": "ADMIN", "STORE_SECRET_KEY": "PASSW0RD"},
+		Storage:     shared.storage.CrawlerEnv(),
 	})
 	if err != nil {
 		t.Fatal(err)

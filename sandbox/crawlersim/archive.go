@@ -1,40 +1,84 @@
 package crawlersim
 
 import (
-	"archive/zip"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"time"
+	"sync/atomic"
 )
 
 // archive is the crawler's collection folder on the pod volume:
-// collections/<name>/archive/ holds the WARC stand-ins, pages/pages.jsonl
-// the page list and <name>.wacz the package built from both. WARC records
-// carry a real header and are padded with a sparse hole up to the page's
-// byte count, so <id>:size grows like the real thing without using disk.
+// collections/<name>/archive/ holds one .warc.gz per worker and session,
+// pages/pages.jsonl the page list, logs/ the crawl log of each session and
+// <name>.wacz the package built from all of them (wacz.go).
 type archive struct {
 	dir      string // collections/<name>
 	name     string
 	hostname string
-	session  string // @ts of this process, in WARC file names
+	session  string // @ts of this process, in WARC and log file names
 	mu       sync.Mutex
+	run      int          // the container's restart count
+	pages    atomic.Int64 // pages recorded by this process
 }
 
 func (a *archive) archiveDir() string { return filepath.Join(a.dir, "archive") }
 
+func (a *archive) logsDir() string { return filepath.Join(a.dir, "logs") }
+
+// indexPath is where the index lines of a WARC file collect until the
+// WACZ is built; it lives beside archive/ so <id>:size leaves it out.
+func (a *archive) indexPath(warc string) string { return filepath.Join(a.dir, "indexes", warc+".cdxj") }
+
+// index returns the sorted CDXJ lines of the given WARC files, each with
+// shift[name] bytes put in front of it.
+func (a *archive) index(warcs []string, shift map[string]int64) ([]byte, error) {
+	var lines []string
+	for _, w := range warcs {
+		data, err := os.ReadFile(a.indexPath(w))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("reading index: %w", err)
+		}
+		for _, raw := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			if raw == "" {
+				continue
+			}
+			var e cdxEntry
+			if err := json.Unmarshal([]byte(raw), &e); err != nil {
+				return nil, fmt.Errorf("reading index of %s: %w", w, err)
+			}
+			line, err := e.line(w, shift[w])
+			if err != nil {
+				return nil, err
+			}
+			lines = append(lines, line)
+		}
+	}
+	slices.Sort(lines)
+	return []byte(strings.Join(lines, "\n") + "\n"), nil
+}
+
+func appendLine(path string, line []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.Write(append(line, '\n'))
+	return err
+}
+
 // init creates the collection folders, as the crawler's bootstrap does.
 func (a *archive) init() error {
-	for _, d := range []string{a.archiveDir(), filepath.Join(a.dir, "pages")} {
+	for _, d := range []string{a.archiveDir(), filepath.Join(a.dir, "pages"), filepath.Join(a.dir, "indexes"), a.logsDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("creating collection: %w", err)
 		}
@@ -42,41 +86,43 @@ func (a *archive) init() error {
 	return nil
 }
 
+// logFile opens this session's crawl log, which the WACZ carries.
+func (a *archive) logFile() (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(a.logsDir(), "crawl-"+a.session+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening crawl log: %w", err)
+	}
+	return f, nil
+}
+
 // record appends one page of n bytes to the worker's WARC file and adds the
 // page to pages.jsonl.
-func (a *archive) record(worker int, url, title string, n int64, now time.Time) error {
-	path := filepath.Join(a.archiveDir(), fmt.Sprintf("rec-%s-%s-%d.warc", a.session, a.hostname, worker))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+func (a *archive) record(worker int, pg warcPage) error {
+	path := filepath.Join(a.archiveDir(), fmt.Sprintf("rec-%s-%s-%d.warc.gz", a.session, a.hostname, worker))
+	pg.id = fmt.Sprintf("%s/%s/%d/%d", a.hostname, a.session, a.run, a.pages.Add(1))
+	entry, err := appendPage(path, pg)
 	if err != nil {
-		return fmt.Errorf("opening warc: %w", err)
+		return err
 	}
-	defer f.Close()
-	end, err := f.Seek(0, io.SeekEnd)
+	cdx, err := marshalJSON(entry)
 	if err != nil {
-		return fmt.Errorf("opening warc: %w", err)
-	}
-	header := fmt.Sprintf("WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: %s\r\nWARC-Date: %s\r\nContent-Length: %d\r\n\r\n",
-		url, now.UTC().Format(time.RFC3339), n)
-	if int64(len(header)) > n {
-		header = header[:n]
-	}
-	if _, err := f.WriteString(header); err != nil {
-		return fmt.Errorf("writing warc: %w", err)
-	}
-	if err := f.Truncate(end + n); err != nil {
-		return fmt.Errorf("writing warc: %w", err)
+		return err
 	}
 	line, err := marshalJSON(struct {
 		ID        string `json:"id"`
 		URL       string `json:"url"`
+		TS        string `json:"ts"`
 		Title     string `json:"title"`
 		LoadState int    `json:"loadState"`
-	}{pageID(url), url, title, 4})
+	}{pageID(pg.url), pg.url, isoTime(pg.date), pg.title, 4})
 	if err != nil {
 		return err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err := appendLine(a.indexPath(filepath.Base(path)), cdx); err != nil {
+		return fmt.Errorf("writing index: %w", err)
+	}
 	pages := filepath.Join(a.dir, "pages", "pages.jsonl")
 	_, statErr := os.Stat(pages)
 	pf, err := os.OpenFile(pages, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -140,83 +186,6 @@ func (a *archive) warcs() ([]string, error) {
 	return out, nil
 }
 
-// wacz packages pages.jsonl and every WARC into <name>.wacz, a stored
-// (uncompressed) zip with a datapackage.json, and returns its size and
-// sha256. Runs of zeros are written as holes, so a sparse archive
-// gives a sparse WACZ; the hash still covers every byte.
-func (a *archive) wacz(warcs []string, created time.Time) (size int64, sum string, err error) {
-	f, err := os.Create(filepath.Join(a.dir, a.name+".wacz"))
-	if err != nil {
-		return 0, "", fmt.Errorf("creating wacz: %w", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	sw := &sparseWriter{f: f}
-	zw := zip.NewWriter(io.MultiWriter(sw, h))
-	type resource struct {
-		Name  string `json:"name"`
-		Path  string `json:"path"`
-		Hash  string `json:"hash"`
-		Bytes int64  `json:"bytes"`
-	}
-	var resources []resource
-	add := func(zipPath, src string) error {
-		in, err := os.Open(src)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: zipPath, Method: zip.Store, Modified: created})
-		if err != nil {
-			return err
-		}
-		rh := sha256.New()
-		n, err := io.Copy(io.MultiWriter(w, rh), in)
-		if err != nil {
-			return err
-		}
-		resources = append(resources, resource{filepath.Base(zipPath), zipPath, "sha256:" + hex.EncodeToString(rh.Sum(nil)), n})
-		return nil
-	}
-	if err := add("pages/pages.jsonl", filepath.Join(a.dir, "pages", "pages.jsonl")); err != nil {
-		return 0, "", fmt.Errorf("building wacz: %w", err)
-	}
-	for _, name := range warcs {
-		if err := add("archive/"+name, filepath.Join(a.archiveDir(), name)); err != nil {
-			return 0, "", fmt.Errorf("building wacz: %w", err)
-		}
-	}
-	pkg, err := marshalJSON(map[string]any{
-		"profile": "data-package", "wacz_version": "1.1.1", "software": "trawler crawlersim",
-		"created": isoTime(created), "resources": resources,
-	})
-	if err != nil {
-		return 0, "", err
-	}
-	if err := writeZipFile(zw, "datapackage.json", pkg, created); err != nil {
-		return 0, "", fmt.Errorf("building wacz: %w", err)
-	}
-	if err := zw.Close(); err != nil {
-		return 0, "", fmt.Errorf("building wacz: %w", err)
-	}
-	if err := f.Truncate(sw.off); err != nil {
-		return 0, "", fmt.Errorf("building wacz: %w", err)
-	}
-	return sw.off, hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func writeZipFile(zw *zip.Writer, name string, data []byte, modified time.Time) error {
-	w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store, Modified: modified})
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(data)
-	return err
-}
-
 // wipe deletes the whole collection folder after a limit-triggered upload,
 // so the next session's <id>:size starts again from zero.
 func (a *archive) wipe() error {
@@ -224,31 +193,6 @@ func (a *archive) wipe() error {
 		return fmt.Errorf("deleting local collection: %w", err)
 	}
 	return nil
-}
-
-// sparseWriter writes sequentially to f but skips blocks that are all
-// zeros, leaving holes; the caller truncates to off at the end.
-type sparseWriter struct {
-	f   *os.File
-	off int64
-}
-
-var zeroBlock = make([]byte, 64<<10)
-
-func (w *sparseWriter) Write(p []byte) (int, error) {
-	written := 0
-	for len(p) > 0 {
-		chunk := p[:min(len(p), len(zeroBlock))]
-		if !bytes.Equal(chunk, zeroBlock[:len(chunk)]) {
-			if _, err := w.f.WriteAt(chunk, w.off); err != nil {
-				return written, err
-			}
-		}
-		w.off += int64(len(chunk))
-		written += len(chunk)
-		p = p[len(chunk):]
-	}
-	return written, nil
 }
 
 // titleOf gives synthetic pages a readable title.

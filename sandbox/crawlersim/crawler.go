@@ -58,6 +58,7 @@ func (p *process) main() int {
 		name:     params.collection,
 		hostname: p.opts.Hostname,
 		session:  tsDigits(p.opts.Now()),
+		run:      p.opts.Restarts,
 	}
 	if params.generateWACZ {
 		p.store = newStorage(p.opts.Env, p.opts.Hostname)
@@ -66,6 +67,14 @@ func (p *process) main() int {
 		_ = p.fatal(err.Error(), nil)
 		return 17
 	}
+	logFile, err := p.arch.logFile()
+	if err != nil {
+		_ = p.fatal(err.Error(), nil)
+		return 17
+	}
+	defer logFile.Close()
+	p.log.setFile(logFile)
+	defer p.log.setFile(nil)
 	if err := p.sleep(params.sim.bootDelay); err != nil {
 		return 0
 	}
@@ -140,14 +149,18 @@ func (p *process) connect() error {
 	return nil
 }
 
+// dial is Options.Dial, or a plain dialer.
+func (p *process) dial() func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if p.opts.Dial != nil {
+		return p.opts.Dial
+	}
+	return (&net.Dialer{}).DialContext
+}
+
 // redisOptions routes connections through Options.Dial and leaves retries
 // to redisDo.
 func (p *process) redisOptions(o *redis.Options) *redis.Options {
-	if p.opts.Dial != nil {
-		o.Dialer = p.opts.Dial
-	} else {
-		o.Dialer = (&net.Dialer{}).DialContext
-	}
+	o.Dialer = p.dial()
 	o.MaxRetries = -1
 	o.DialerRetries = 1
 	o.DialTimeout = time.Second
@@ -358,7 +371,7 @@ func (p *process) generateWACZ() (bool, error) {
 	if err := p.sleep(p.p.sim.waczTime); err != nil {
 		return false, err
 	}
-	size, hash, err := p.arch.wacz(warcs, p.opts.Now())
+	path, size, hash, err := p.arch.wacz(warcs, p.opts.Now())
 	if err != nil {
 		return false, p.fatal("Error creating WACZ", map[string]any{"error": err.Error()})
 	}
@@ -373,6 +386,13 @@ func (p *process) generateWACZ() (bool, error) {
 		return false, err
 	}
 	msg := p.store.message(target, hash, size, finished)
+	if p.p.sim.upload == "s3" {
+		// A failed upload throws out of the crawl: failing (or failed on
+		// the third time in the window), exit 9, and no crawls-done.
+		if err := p.store.upload(p.ctx, path, target, p.dial()); err != nil {
+			return false, err
+		}
+	}
 	p.log.info("storage", "Uploaded WACZ", map[string]any{"filename": msg.Filename, "size": size, "hash": hash})
 	if p.store.webhook != "" {
 		if err := p.notify(msg); err != nil {

@@ -5,8 +5,11 @@
 // protocol: the same keys, JSON shapes, atomic queue scripts, statuses,
 // exit codes and signal semantics (docs: shared/spec/crawler-protocol.md).
 // Pages come from a deterministic synthetic web (see web.go) and leave
-// WARC and WACZ stand-ins on the pod volume, so <id>:size and the
-// crawls-done messages look real.
+// real WARC/1.1 records on the pod volume; the post-crawl step packages
+// them into a WACZ 1.1.1 (WARCs, CDXJ index, pages, crawl logs,
+// datapackage.json and its digest) and PUTs it to STORE_ENDPOINT_URL +
+// STORE_PATH + the interpolated STORE_FILENAME with the STORE_* keys, then
+// sends the crawls-done message with its real sha256 and size.
 //
 // Run is the crawler as a Go function; Program adapts it to the sandbox
 // kubelet.
@@ -38,7 +41,7 @@
 //	sim.failWindow         60s      TTL of <id>:status:failcount:<uid>
 //	sim.failUrlRx          ""       pages whose URL matches fail
 //	sim.hangUrlRx          ""       pages whose URL matches take maxPageTime and fail
-//	sim.upload             webhook  webhook: send crawls-done; none: act as if STORE_ENDPOINT_URL were unset
+//	sim.upload             s3       s3: PUT the WACZ, then send crawls-done; webhook: send only; none: act as if STORE_ENDPOINT_URL were unset
 //	sim.faultRuns          0        faults below apply only while the restart count is below this (0: always)
 //	sim.fatalAtStart       false    exit 17 right after parsing arguments
 //	sim.redisUnreachable   false    never connect to Redis (waits forever)
@@ -53,6 +56,8 @@
 // # What is not simulated
 //
 // The /healthz server, the screencast port, --diskUtilization (the sandbox
-// disk is the host's), saved-state YAML files, sitemaps, and real S3
-// uploads (the crawls-done message carries the exact fields without one).
+// disk is the host's), saved-state YAML files, sitemaps, page resources
+// other than the HTML, and WACZ signing. A page adds exactly sim.bytes to
+// its WARC file (the padding is random text in an HTML comment), or the
+// least its records take when that is more.
 package crawlersim

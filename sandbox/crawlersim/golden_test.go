@@ -36,6 +36,7 @@ func goldenCrawl(t *testing.T, args string) (*crawl, *instance) {
 		"scopeType": "prefix", "extraHops": 1, "limit": 0,
 	}
 	c := newCrawl(t, cfg, "--workers 1 "+args)
+	c.env["STORE_PATH"] = testStoreDir
 	return c, c.instance(0)
 }
 

@@ -7,11 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,13 +22,20 @@ import (
 
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
+	"github.com/trawlerhq/trawler/sandbox/kubelet"
+	"github.com/trawlerhq/trawler/storage"
 )
 
 // One redis-server for the package; every test gets a database of its
-// own, flushed and handed on when the test ends.
+// own, flushed and handed on when the test ends. One S3 server holds the
+// uploads, reached as testStore's host through testDNS.
 var (
 	testRedis *sandbox.Redis
 	freeDBs   = make(chan int, 63)
+	testS3    *sandbox.S3
+	testDNS   = kubelet.NewDNS("cluster.local")
+	// storePaths numbers the crawls' STORE_PATH folders.
+	storePaths atomic.Int64
 )
 
 func TestMain(m *testing.M) {
@@ -34,7 +44,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	testRedis, err = sandbox.StartRedis(context.Background(), dir)
+	ctx := context.Background()
+	testRedis, err = sandbox.StartRedis(ctx, filepath.Join(dir))
+	if err == nil {
+		testS3, err = startTestS3(ctx, filepath.Join(dir, "s3"))
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -47,8 +61,33 @@ func TestMain(m *testing.M) {
 		env.Stop()
 	}
 	_ = testRedis.Stop(5 * time.Second)
+	_ = testS3.Stop(5 * time.Second)
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// startTestS3 starts the S3 server with testStore's bucket and makes
+// testStore's host name reach it.
+func startTestS3(ctx context.Context, dir string) (*sandbox.S3, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	s3, err := sandbox.StartS3(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	u, _ := url.Parse(testStore)
+	testDNS.Register(u.Hostname(), fmt.Sprintf("127.0.0.1:%d", s3.Port))
+	b, err := storage.New(testStorage(s3), storage.Options{Transport: &http.Transport{DialContext: testDNS.Dial}})
+	if err == nil {
+		err = b.EnsureBucket(ctx)
+	}
+	return s3, err
+}
+
+// testStorage is testStore on the test S3 server.
+func testStorage(s3 *sandbox.S3) storage.Config {
+	return storage.Config{AccessKey: s3.AccessKey, SecretKey: s3.SecretKey, EndpointURL: testStore}
 }
 
 // Values shaped like the ones Browsertrix renders into crawler pods.
@@ -125,10 +164,15 @@ func newCrawlOn(t *testing.T, srv *sandbox.Redis, db int, config map[string]any,
 		"CRAWL_ID":           c.id,
 		"WEBHOOK_URL":        c.url + "/crawls-done",
 		"STORE_ENDPOINT_URL": testStore,
-		"STORE_PATH":         testStoreDir,
-		"STORE_FILENAME":     "@ts-@hostsuffix.wacz",
-		"STORE_USER":         testUser,
-		"CRAWL_ARGS":         browsertrixArgs + " " + testScale + " " + extraArgs + " --restartsOnError",
+		// An org folder of its own, so that parallel tests never upload
+		// to the same key. (Not a random UUID: wacztest's WARC reader
+		// races with UUID generation in other goroutines.)
+		"STORE_PATH":       fmt.Sprintf("org-%d/", storePaths.Add(1)),
+		"STORE_FILENAME":   "@ts-@hostsuffix.wacz",
+		"STORE_USER":       testUser,
+		"STORE_ACCESS_KEY": testS3.AccessKey,
+		"STORE_SECRET_KEY": testS3.SecretKey,
+		"CRAWL_ARGS":       browsertrixArgs + " " + testScale + " " + extraArgs + " --restartsOnError",
 	}
 	return c
 }
@@ -243,6 +287,7 @@ func (in *instance) start(restarts int, tune func(*crawlersim.Options)) {
 		Killed:   in.killed,
 		Signals:  in.sigs,
 		Restarts: restarts,
+		Dial:     testDNS.Dial,
 	}
 	if tune != nil {
 		tune(&opts)

@@ -76,9 +76,9 @@ var knobTable = []knobDef{
 	{"sim.failWindow", "60s", "TTL of <id>:status:failcount:<uid>", durKnob(func(k *knobs) *time.Duration { return &k.failWindow })},
 	{"sim.failUrlRx", "", "pages whose URL matches fail", rxKnob(func(k *knobs) **regexp.Regexp { return &k.failURL })},
 	{"sim.hangUrlRx", "", "pages whose URL matches take maxPageTime and fail", rxKnob(func(k *knobs) **regexp.Regexp { return &k.hangURL })},
-	{"sim.upload", "webhook", "webhook: push crawls-done without storing the WACZ; none: act as if STORE_ENDPOINT_URL were unset", func(k *knobs, v string) error {
-		if v != "webhook" && v != "none" {
-			return fmt.Errorf("want webhook or none")
+	{"sim.upload", "s3", "s3: PUT the WACZ to STORE_ENDPOINT_URL, then push crawls-done; webhook: push only; none: act as if STORE_ENDPOINT_URL were unset", func(k *knobs, v string) error {
+		if v != "s3" && v != "webhook" && v != "none" {
+			return fmt.Errorf("want s3, webhook or none")
 		}
 		k.upload = v
 		return nil

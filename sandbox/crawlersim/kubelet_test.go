@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +43,11 @@ func sandboxEnv(t *testing.T) *sandbox.Env {
 			},
 			RestartBackoff: kubelet.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond},
 		})
+		if envErr == nil {
+			// Pods reach the package's S3 server as testStore's host.
+			u, _ := url.Parse(testStore)
+			env.Kubelet.DNS().Register(u.Hostname(), fmt.Sprintf("127.0.0.1:%d", testS3.Port))
+		}
 	})
 	if envErr != nil {
 		t.Fatalf("sandbox: %v", envErr)
@@ -139,7 +145,7 @@ func setUpCrawl(t *testing.T, client kubernetes.Interface, id, seed, extraArgs s
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared-crawler-config"},
 			Data: map[string]string{"CRAWL_ARGS": browsertrixArgs + " --sim.bootDelay 0.5 " + extraArgs + " --restartsOnError"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "storage-default"},
-			StringData: map[string]string{"STORE_ENDPOINT_URL": testStore, "STORE_ACCESS_KEY": "key", "STORE_SECRET_KEY": "secret"}},
+			StringData: testStorage(testS3).CrawlerEnv()},
 	}
 	for _, obj := range objs {
 		switch o := obj.(type) {

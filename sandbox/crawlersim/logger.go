@@ -15,15 +15,24 @@ const (
 	levelFatal = "fatal"
 )
 
-// logger writes the crawler's JSON log lines to stdout and, once the crawl
-// state exists and --logErrorsToRedis is set, pushes error and fatal lines
-// to <id>:e.
+// logger writes the crawler's JSON log lines to stdout and, once the
+// collection exists, to the session's log file (which the WACZ carries);
+// once the crawl state exists and --logErrorsToRedis is set, it also
+// pushes error and fatal lines to <id>:e.
 type logger struct {
 	mu      sync.Mutex
 	out     io.Writer
+	file    io.Writer
 	now     func() time.Time
 	debug   bool
 	toRedis func(line string)
+}
+
+// setFile adds the session's log file as a second output.
+func (l *logger) setFile(f io.Writer) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.file = f
 }
 
 // setDebug turns debug lines on or off (--logging ...,debug).
@@ -54,6 +63,9 @@ func (l *logger) log(level, context, message string, details map[string]any) {
 			Message: "unloggable details", Details: map[string]any{"message": message}})
 	}
 	_, _ = l.out.Write(append(data, '\n'))
+	if l.file != nil {
+		_, _ = l.file.Write(append(data, '\n'))
+	}
 	if l.toRedis != nil && (level == levelError || level == levelFatal) {
 		l.toRedis(string(data))
 	}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/trawlerhq/trawler/storage"
 )
 
 // The scenario tests replay the rows of the spec's "lifecycle by scenario"
@@ -42,7 +46,7 @@ func checkMessage(t *testing.T, m doneMessage, in *instance, completed bool) {
 	if m.ID != testCrawlID || m.User == nil || *m.User != testUser || m.Completed != completed {
 		t.Errorf("message %+v: want id %s, user %s, completed %v", m, testCrawlID, testUser, completed)
 	}
-	prefix := testStore + testStoreDir
+	prefix := testStore + in.c.env["STORE_PATH"]
 	suffix := "-" + in.host[len(in.host)-14:] + ".wacz"
 	ts := strings.TrimSuffix(strings.TrimPrefix(m.Filename, prefix), suffix)
 	if !strings.HasPrefix(m.Filename, prefix) || !strings.HasSuffix(m.Filename, suffix) || len(ts) != 17 {
@@ -57,6 +61,35 @@ func checkMessage(t *testing.T, m doneMessage, in *instance, completed bool) {
 			t.Errorf("message hash/size %s/%d, WACZ on disk %x/%d", m.Hash, m.Size, sum, len(data))
 		}
 	}
+	// The message comes only after the upload: the object is there.
+	data := uploaded(t, m.Filename)
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != m.Hash || int64(len(data)) != m.Size {
+		t.Errorf("message hash/size %s/%d, uploaded object %x/%d", m.Hash, m.Size, sum, len(data))
+	}
+}
+
+// uploaded reads the object a crawls-done filename names from the test
+// S3 server.
+func uploaded(t *testing.T, filename string) []byte {
+	t.Helper()
+	key, ok := strings.CutPrefix(filename, testStore)
+	if !ok {
+		t.Fatalf("filename %s is not in %s", filename, testStore)
+	}
+	b, err := storage.New(testStorage(testS3), storage.Options{Transport: &http.Transport{DialContext: testDNS.Dial}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := b.Open(t.Context(), key)
+	if err != nil {
+		t.Fatalf("uploaded WACZ: %v", err)
+	}
+	defer o.Close()
+	data, err := io.ReadAll(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 func TestNaturalFinish(t *testing.T) {

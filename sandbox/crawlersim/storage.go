@@ -1,20 +1,32 @@
 package crawlersim
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"strings"
 	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
 // storage is the crawler's upload target. It exists only when
 // STORE_ENDPOINT_URL is set: without it there is no upload and no
 // crawls-done message.
 type storage struct {
-	prefix   string  // STORE_ENDPOINT_URL + STORE_PATH, the start of every filename
-	template string  // STORE_FILENAME, default @ts-@id.wacz
-	crawlID  string  // CRAWL_ID, else the hostname (the webhook ignores --crawlId)
-	user     *string // STORE_USER; nil when unset, so the key is left out
-	webhook  string  // WEBHOOK_URL; empty means upload without notifying
+	endpoint  string  // STORE_ENDPOINT_URL: scheme://host/bucket/[prefix/]
+	prefix    string  // STORE_ENDPOINT_URL + STORE_PATH, the start of every filename
+	template  string  // STORE_FILENAME, default @ts-@id.wacz
+	crawlID   string  // CRAWL_ID, else the hostname (the webhook ignores --crawlId)
+	user      *string // STORE_USER; nil when unset, so the key is left out
+	webhook   string  // WEBHOOK_URL; empty means upload without notifying
+	accessKey string  // STORE_ACCESS_KEY
+	secretKey string  // STORE_SECRET_KEY
+	region    string  // STORE_REGION
+	storePath string  // STORE_PATH
 }
 
 func newStorage(env map[string]string, hostname string) *storage {
@@ -23,10 +35,15 @@ func newStorage(env map[string]string, hostname string) *storage {
 		return nil
 	}
 	s := &storage{
-		prefix:   endpoint + env["STORE_PATH"],
-		template: env["STORE_FILENAME"],
-		crawlID:  env["CRAWL_ID"],
-		webhook:  env["WEBHOOK_URL"],
+		endpoint:  endpoint,
+		prefix:    endpoint + env["STORE_PATH"],
+		template:  env["STORE_FILENAME"],
+		crawlID:   env["CRAWL_ID"],
+		webhook:   env["WEBHOOK_URL"],
+		accessKey: env["STORE_ACCESS_KEY"],
+		secretKey: env["STORE_SECRET_KEY"],
+		region:    env["STORE_REGION"],
+		storePath: env["STORE_PATH"],
 	}
 	if s.template == "" {
 		s.template = "@ts-@id.wacz"
@@ -43,6 +60,36 @@ func newStorage(env map[string]string, hostname string) *storage {
 // message builds the crawls-done notification for an uploaded WACZ.
 func (s *storage) message(target, hash string, size int64, completed bool) doneMessage {
 	return doneMessage{ID: s.crawlID, User: s.user, Filename: s.prefix + target, Hash: hash, Size: size, Completed: completed}
+}
+
+// upload PUTs the local file at path to STORE_ENDPOINT_URL + STORE_PATH +
+// target with the STORE_* keys (SigV4, path-style, as the crawler's S3
+// client signs), dialing through dial.
+func (s *storage) upload(ctx context.Context, path, target string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) error {
+	u, err := url.Parse(s.endpoint)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("STORE_ENDPOINT_URL %q is not a URL", s.endpoint)
+	}
+	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	region := s.region
+	if region == "" {
+		region = "us-east-1"
+	}
+	transport := &http.Transport{DialContext: dial, ResponseHeaderTimeout: 30 * time.Second}
+	defer transport.CloseIdleConnections()
+	client, err := minio.New(u.Host, &minio.Options{
+		Creds:  credentials.NewStaticV4(s.accessKey, s.secretKey, ""),
+		Secure: u.Scheme == "https", Region: region, BucketLookup: minio.BucketLookupPath,
+		Transport: transport, MaxRetries: 2,
+	})
+	if err != nil {
+		return fmt.Errorf("storage client: %w", err)
+	}
+	key := prefix + s.storePath + target
+	if _, err := client.FPutObject(ctx, bucket, key, path, minio.PutObjectOptions{ContentType: "application/wacz"}); err != nil {
+		return fmt.Errorf("uploading %s to %s: %w", path, s.prefix+target, err)
+	}
+	return nil
 }
 
 // tsDigits is the crawler's @ts: the ISO timestamp with ":", "T", "Z", "."

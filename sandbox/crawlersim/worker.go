@@ -164,7 +164,8 @@ func (p *process) crawlPage(worker int, raw string) error {
 		if err := p.queueLinks(seed, e.SeedID, page.links, e.Depth, e.ExtraHops); err != nil {
 			return err
 		}
-		if err := p.arch.record(worker, e.URL, titleOf(e.URL), page.bytes, p.opts.Now()); err != nil {
+		pg := warcPage{url: e.URL, title: titleOf(e.URL), links: page.links, date: p.opts.Now(), bytes: page.bytes}
+		if err := p.arch.record(worker, pg); err != nil {
 			return err
 		}
 		if err := st.markFinished(e.URL); err != nil {

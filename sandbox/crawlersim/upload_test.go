@@ -1,0 +1,104 @@
+package crawlersim_test
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/trawlerhq/trawler/sandbox/crawlersim"
+	"github.com/trawlerhq/trawler/sandbox/wacztest"
+)
+
+// TestUploadsARealWACZ checks what a finished instance uploads: a WACZ
+// whose package lists every entry with its hash, whose WARCs hold a
+// request and a response per page, indexed, with the crawl log inside.
+func TestUploadsARealWACZ(t *testing.T) {
+	t.Parallel()
+	c := newCrawl(t, seedConfig("https://example.com/?sim-pages=12&sim-bytes=3000"), "--workers 2")
+	in := c.instance(0)
+	if code := in.run(0, nil); code != 0 {
+		t.Fatalf("exit %d; log:\n%s", code, in.out.String())
+	}
+	msgs := c.messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages, want 1", len(msgs))
+	}
+	checkMessage(t, msgs[0], in, true)
+	w, err := wacztest.Inspect(uploaded(t, msgs[0].Filename))
+	if err != nil {
+		t.Fatalf("uploaded WACZ: %v", err)
+	}
+	pages := in.pages()
+	if len(pages) != 12 {
+		t.Fatalf("%d pages, want 12", len(pages))
+	}
+	if !sameSet(w.Pages, pages) || !sameSet(w.Responses, pages) {
+		t.Errorf("WACZ pages %v, responses %v; want %v", w.Pages, w.Responses, pages)
+	}
+	if w.Records["request"] != 12 || w.Records["response"] != 12 || w.Records["warcinfo"] < 1 || len(w.Index) != 12 {
+		t.Errorf("records %v, %d index lines; want 12 requests, 12 responses, a warcinfo per file, 12 index lines", w.Records, len(w.Index))
+	}
+	var logged bool
+	for _, l := range w.LogLines {
+		logged = logged || strings.Contains(l, `"message":"Generating WACZ"`)
+	}
+	if !logged {
+		t.Errorf("the WACZ's logs lack the session's lines: %v", w.LogLines)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// TestFailedUpload follows the crawler when its upload fails: the error
+// is an exception out of the crawl (failing, exit 9, failed on the third
+// within the window), no crawls-done message is sent, and the WARCs stay
+// on the volume, so a later run uploads them once storage works again.
+func TestFailedUpload(t *testing.T) {
+	for _, tc := range []struct{ name, key, value string }{
+		{"wrong secret", "STORE_SECRET_KEY", "not-the-secret"},
+		{"server unreachable", "STORE_ENDPOINT_URL", "http://127.0.0.1:1/btrix-data/"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCrawl(t, seedConfig("https://example.com/?sim-pages=6&sim-bytes=2000"), "--sim.failWindow 600")
+			mon := c.monitor()
+			broken := func(o *crawlersim.Options) {
+				o.Env = maps.Clone(o.Env)
+				o.Env[tc.key] = tc.value
+			}
+			in := c.instance(0)
+			var want []string
+			for run, status := range []string{"failing", "failing", "failed"} {
+				if code := in.run(run, broken); code != 9 {
+					t.Fatalf("run %d: exit %d, want 9; log:\n%s", run, code, in.out.String())
+				}
+				want = append(want, "running", "pending-wait", "generate-wacz", "uploading-wacz", status)
+				mon.expectStatuses(c, in.host, want)
+			}
+			if n := len(c.messages()); n != 0 {
+				t.Fatalf("%d crawls-done messages after failed uploads", n)
+			}
+			if code := in.run(3, nil); code != 0 {
+				t.Fatalf("run with working storage: exit %d; log:\n%s", code, in.out.String())
+			}
+			msgs := c.messages()
+			if len(msgs) != 1 {
+				t.Fatalf("%d messages, want 1", len(msgs))
+			}
+			checkMessage(t, msgs[0], in, true)
+			w, err := wacztest.Inspect(uploaded(t, msgs[0].Filename))
+			if err != nil {
+				t.Fatalf("uploaded WACZ: %v", err)
+			}
+			if len(w.Pages) != 6 {
+				t.Errorf("uploaded WACZ has %d pages, want all 6 of the failed runs", len(w.Pages))
+			}
+		})
+	}
+}
