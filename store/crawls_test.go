@@ -190,7 +190,8 @@ func TestDeleteCrawls(t *testing.T) {
 	})
 	t.Run("OKRecomputes", func(t *testing.T) {
 		// Deleting the newest successful crawl restores the previous one as
-		// the last crawl (upstream TEST), and failed crawls never count.
+		// the last crawl (upstream TEST), and failed crawls never count as
+		// successful.
 		res, err := m.DeleteCrawls(ctx, org.ID, []string{"c1", "missing"})
 		if err != nil {
 			t.Fatal(err)
@@ -208,8 +209,8 @@ func TestDeleteCrawls(t *testing.T) {
 			t.Fatalf("workflow stats %+v", s)
 		}
 		o, err := m.GetOrg(ctx, org.ID)
-		if err != nil || o.BytesStored != 100 {
-			t.Fatalf("bytesStored %d, %v; want 100 (c0 only)", o.BytesStored, err)
+		if err != nil || o.BytesStored != 400 {
+			t.Fatalf("bytesStored %d, %v; want 400 (the files of c0 and c2 that remain)", o.BytesStored, err)
 		}
 		if _, total, _ := m.ListCrawlErrors(ctx, "c1", store.Paging{}); total != 0 {
 			t.Fatalf("errors of deleted crawl remain: %d", total)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -112,7 +113,8 @@ const fileAttempts = 20
 // AddCrawlFile records a finished WACZ file on the crawl, at most once per
 // filename; files, fileCount and fileSize change together in one
 // single-document update, so a replayed or concurrent call for the same
-// file changes nothing.
+// file changes nothing. The org's bytesStored is then recomputed, also on
+// a replay (a crash may have come between the two writes).
 //
 // The write is conditional on fileCount being unchanged since the read (a
 // compare-and-set, retried if another process added a file in between).
@@ -123,33 +125,95 @@ const fileAttempts = 20
 // Errors: NotFound("crawl_not_found"); Conflict("crawl_file_contention")
 // if the compare-and-set kept losing.
 func (m *Mongo) AddCrawlFile(ctx context.Context, crawlID string, f CrawlFile) (FileResult, error) {
+	res, oid, err := m.pushCrawlFile(ctx, crawlID, f)
+	if err != nil {
+		return res, err
+	}
+	if err := m.RecomputeOrgBytesStored(ctx, oid); err != nil && !errors.Is(err, ErrNotFound) {
+		return res, err
+	}
+	return res, nil
+}
+
+// pushCrawlFile is AddCrawlFile's write to the crawl document; it returns
+// the crawl's org too.
+func (m *Mongo) pushCrawlFile(ctx context.Context, crawlID string, f CrawlFile) (FileResult, uuid.UUID, error) {
 	defer m.lockCrawl(crawlID)()
-	read := options.FindOne().SetProjection(bson.M{"files.filename": 1, "fileCount": 1, "fileSize": 1})
+	read := options.FindOne().SetProjection(bson.M{"oid": 1, "files.filename": 1, "fileCount": 1, "fileSize": 1})
 	for range fileAttempts {
 		var cur struct {
+			OID       uuid.UUID                   `bson:"oid"`
 			Files     []struct{ Filename string } `bson:"files"`
 			FileCount int                         `bson:"fileCount"`
 			FileSize  int64                       `bson:"fileSize"`
 		}
 		if err := m.coll(collCrawls).FindOne(ctx, bson.M{"_id": crawlID}, read).Decode(&cur); err != nil {
-			return FileResult{}, notFoundOr(err, errCrawlNotFound, "finding crawl")
+			return FileResult{}, uuid.Nil, notFoundOr(err, errCrawlNotFound, "finding crawl")
 		}
 		for _, have := range cur.Files {
 			if have.Filename == f.Filename {
-				return FileResult{FileCount: cur.FileCount, FileSize: cur.FileSize}, nil
+				return FileResult{FileCount: cur.FileCount, FileSize: cur.FileSize}, cur.OID, nil
 			}
 		}
 		filter := m.condFilter(ctx, crawlID, bson.M{"fileCount": cur.FileCount})
 		res, err := m.coll(collCrawls).UpdateOne(ctx, filter,
 			bson.M{"$push": bson.M{"files": f}, "$inc": bson.M{"fileCount": 1, "fileSize": f.Size}})
 		if err != nil {
-			return FileResult{}, fmt.Errorf("adding crawl file: %w", err)
+			return FileResult{}, uuid.Nil, fmt.Errorf("adding crawl file: %w", err)
 		}
 		if res.MatchedCount == 1 {
-			return FileResult{Added: true, FileCount: cur.FileCount + 1, FileSize: cur.FileSize + f.Size}, nil
+			return FileResult{Added: true, FileCount: cur.FileCount + 1, FileSize: cur.FileSize + f.Size}, cur.OID, nil
 		}
 	}
-	return FileResult{}, Conflict("crawl_file_contention")
+	return FileResult{}, uuid.Nil, Conflict("crawl_file_contention")
+}
+
+// PresignedURL is a download link cached on a crawl file until ExpireAt.
+type PresignedURL struct {
+	URL      string
+	ExpireAt time.Time
+}
+
+// SetCrawlFilePresignedURLs caches download links on the crawl's files,
+// by filename; files not named keep theirs. Positional updates are not an
+// option on FerretDB v1, so it rewrites the whole file list, and only once
+// the list is final (the post-crawl tasks are done, or the item is not a
+// crawl) and no file was added meanwhile: it never races the operator
+// recording a file. Otherwise the links stay uncached and are signed again
+// on the next read. It reports whether it wrote.
+//
+// Errors: NotFound("crawl_not_found").
+func (m *Mongo) SetCrawlFilePresignedURLs(ctx context.Context, crawlID string, urls map[string]PresignedURL) (bool, error) {
+	defer m.lockCrawl(crawlID)()
+	var cur struct {
+		Type          string      `bson:"type"`
+		PostCrawlDone bool        `bson:"postCrawlDone"`
+		Files         []CrawlFile `bson:"files"`
+		FileCount     int         `bson:"fileCount"`
+	}
+	read := options.FindOne().SetProjection(bson.M{"type": 1, "postCrawlDone": 1, "files": 1, "fileCount": 1})
+	if err := m.coll(collCrawls).FindOne(ctx, bson.M{"_id": crawlID}, read).Decode(&cur); err != nil {
+		return false, notFoundOr(err, errCrawlNotFound, "finding crawl")
+	}
+	if (cur.Type == TypeCrawl || cur.Type == "") && !cur.PostCrawlDone {
+		return false, nil
+	}
+	changed := false
+	for i := range cur.Files {
+		if u, ok := urls[cur.Files[i].Filename]; ok {
+			cur.Files[i].PresignedURL, cur.Files[i].ExpireAt = &u.URL, &u.ExpireAt
+			changed = true
+		}
+	}
+	if !changed {
+		return false, nil
+	}
+	filter := m.condFilter(ctx, crawlID, bson.M{"fileCount": cur.FileCount})
+	res, err := m.coll(collCrawls).UpdateOne(ctx, filter, bson.M{"$set": bson.M{"files": cur.Files}})
+	if err != nil {
+		return false, fmt.Errorf("caching presigned urls: %w", err)
+	}
+	return res.MatchedCount == 1, nil
 }
 
 // SetCrawlPods replaces the operator's per-pod view (phase, exit reason,

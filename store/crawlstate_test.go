@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -123,6 +124,74 @@ func TestAddCrawlFile(t *testing.T) {
 	c, err := m.GetCrawlByID(ctx, "c")
 	if err != nil || len(c.Files) != 2 || c.Files[0] != f {
 		t.Fatalf("files %+v, %v", c.Files, err)
+	}
+}
+
+// TestAddCrawlFileCountsBytesStored: the org's bytesStored rises with each
+// file as it is recorded (a replay adds nothing) and falls when the crawl
+// is deleted.
+func TestAddCrawlFileCountsBytesStored(t *testing.T) {
+	m := mongotest.Open(t)
+	ctx := context.Background()
+	org := mustOrg(t, m, "org")
+	wf := mustWorkflow(t, m, org.ID, "wf", "https://a.example/")
+	mustCrawl(t, m, wf, "c", now())
+	bytes := func() int64 {
+		o, err := m.GetOrg(ctx, org.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.BytesStored
+	}
+	for i, want := range []int64{10, 30, 30} {
+		f := store.CrawlFile{Filename: fmt.Sprintf("oid/c-%d.wacz", min(i, 1)), Size: int64(10 * (i + 1))}
+		if _, err := m.AddCrawlFile(ctx, "c", f); err != nil {
+			t.Fatal(err)
+		}
+		if got := bytes(); got != want {
+			t.Fatalf("after file %d: bytesStored %d, want %d", i, got, want)
+		}
+	}
+	if _, err := m.DeleteCrawls(ctx, org.ID, []string{"c"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := bytes(); got != 0 {
+		t.Fatalf("after delete: bytesStored %d, want 0", got)
+	}
+}
+
+// TestPresignedURLCache: links are cached on the files once the file list
+// is final, never while the operator may still add files.
+func TestPresignedURLCache(t *testing.T) {
+	m := mongotest.Open(t)
+	ctx := context.Background()
+	org := mustOrg(t, m, "org")
+	wf := mustWorkflow(t, m, org.ID, "wf", "https://a.example/")
+	mustCrawl(t, m, wf, "c", now())
+	finish(t, m, "c", store.StateComplete, now(), 10, 20)
+	exp := now().Add(time.Hour)
+	urls := map[string]store.PresignedURL{"c-a.wacz": {URL: "http://s3/c-a?sig", ExpireAt: exp}, "other.wacz": {URL: "x"}}
+
+	if ok, err := m.SetCrawlFilePresignedURLs(ctx, "c", urls); ok || err != nil {
+		t.Fatalf("before the post-crawl tasks: wrote=%v, %v; want no write", ok, err)
+	}
+	if _, err := m.RunPostCrawlTasks(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := m.SetCrawlFilePresignedURLs(ctx, "c", urls); !ok || err != nil {
+		t.Fatalf("wrote=%v, %v", ok, err)
+	}
+	c, err := m.GetCrawlByID(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := c.Files[0], c.Files[1]
+	if a.PresignedURL == nil || *a.PresignedURL != "http://s3/c-a?sig" || a.ExpireAt == nil || !a.ExpireAt.Equal(exp) ||
+		b.PresignedURL != nil || b.ExpireAt != nil || a.Size != 10 || b.Size != 20 || c.FileCount != 2 {
+		t.Fatalf("files %+v %+v", a, b)
+	}
+	if _, err := m.SetCrawlFilePresignedURLs(ctx, "nope", urls); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("missing crawl: %v", err)
 	}
 }
 

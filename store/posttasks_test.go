@@ -46,7 +46,8 @@ func TestRunPostCrawlTasks(t *testing.T) {
 	})
 
 	// A successful crawl of 90 s, then a failed one: the failed one must
-	// not count as successful nor add bytes or usage (#3011).
+	// not count as successful nor add usage (#3011); its file takes
+	// storage like any other.
 	c := newCrawl(wf, "ok", t0)
 	c.Tags = []string{"t"}
 	if err := m.AddCrawl(ctx, c); err != nil {
@@ -81,9 +82,11 @@ func TestRunPostCrawlTasks(t *testing.T) {
 		}
 	})
 	t.Run("OrgBytesAndUsage", func(t *testing.T) {
+		// Usage counts the successful crawl only; bytesStored counts every
+		// stored file, the failed crawl's 50 bytes too.
 		o, err := m.GetOrg(ctx, org.ID)
-		if err != nil || o.BytesStored != 1000 || o.Usage["2026-11"] != 90 || len(o.Usage) != 1 {
-			t.Fatalf("bytesStored %d usage %v, %v; want 1000 and 2026-11: 90", o.BytesStored, o.Usage, err)
+		if err != nil || o.BytesStored != 1050 || o.Usage["2026-11"] != 90 || len(o.Usage) != 1 {
+			t.Fatalf("bytesStored %d usage %v, %v; want 1050 and 2026-11: 90", o.BytesStored, o.Usage, err)
 		}
 	})
 	t.Run("AutoAddCollection", func(t *testing.T) {

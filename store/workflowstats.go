@@ -87,15 +87,15 @@ func (m *Mongo) latestCrawl(ctx context.Context, cid uuid.UUID, states []string,
 	return &c, nil
 }
 
-// RecomputeOrgBytesStored sets the org's bytesStored to the total file size
-// of its successful crawls (failed and canceled crawls do not count, as
-// upstream fixed in c9c39d47b).
+// RecomputeOrgBytesStored sets the org's bytesStored to the total size of
+// the files its crawls and uploads hold in storage, whatever their state:
+// upstream's canonical definition (its migration 0015), so the number
+// rises as each file is recorded and falls when it is deleted.
 //
 // Errors: NotFound("org_not_found").
 func (m *Mongo) RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) error {
 	return recompute(ctx, m.coll(collOrgs), oid, errOrgNotFound, func(ctx context.Context) (any, error) {
-		total, err := sumField(ctx, m.coll(collCrawls),
-			bson.M{"oid": oid, "state": bson.M{"$in": SuccessfulStates}}, "fileSize")
+		total, err := sumField(ctx, m.coll(collCrawls), bson.M{"oid": oid}, "fileSize")
 		if err != nil {
 			return nil, err
 		}
