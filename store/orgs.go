@@ -167,6 +167,13 @@ func (m *Mongo) SetOrgWebhooks(ctx context.Context, id uuid.UUID, urls map[strin
 	return m.updateOrg(ctx, id, bson.M{"$set": bson.M{"webhookUrls": urls, "origin": origin}})
 }
 
+// SetOrgStorage replaces where the org's new files go.
+//
+// Errors: NotFound("org_not_found").
+func (m *Mongo) SetOrgStorage(ctx context.Context, id uuid.UUID, st Storage) error {
+	return m.updateOrg(ctx, id, bson.M{"$set": bson.M{"storage": st}})
+}
+
 func (m *Mongo) updateOrg(ctx context.Context, id uuid.UUID, update bson.M) error {
 	res, err := m.coll(collOrgs).UpdateOne(ctx, bson.M{"_id": id}, update)
 	if err != nil {

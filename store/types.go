@@ -62,11 +62,21 @@ type Org struct {
 	Origin      string            `bson:"origin,omitempty"`
 }
 
-// Storage names where an org's files go.
+// Storage names where an org's files go: a configured storage (Type
+// "default", Name and Path "<oid>/") or the org's own bucket (Type "s3",
+// EndpointURL with bucket and key prefix, and its credentials; stored as
+// upstream stores them).
 type Storage struct {
 	Type string `bson:"type"` // "default" or "s3"
-	Name string `bson:"name"`
-	Path string `bson:"path"` // e.g. "<oid>/"
+	Name string `bson:"name,omitempty"`
+	Path string `bson:"path,omitempty"` // e.g. "<oid>/"
+
+	EndpointURL         string `bson:"endpoint_url,omitempty"`
+	AccessKey           string `bson:"access_key,omitempty"`
+	SecretKey           string `bson:"secret_key,omitempty"`
+	AccessEndpointURL   string `bson:"access_endpoint_url,omitempty"`
+	Region              string `bson:"region,omitempty"`
+	UseAccessForPresign *bool  `bson:"use_access_for_presign,omitempty"`
 }
 
 // OrgQuotas are an org's limits; 0 means unlimited.
