@@ -88,12 +88,16 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	if err != nil {
 		return err
 	}
-	notifier, err := webhook.New(webhookConfig(v), webhook.Deps{Store: st, Resources: crawlFilePaths(apiCfg.StorageAccessURL),
+	// The webhooks' download URLs are the API's links, signed as
+	// replay.json signs them; the API is built right below.
+	var apiSrv *api.Server
+	downloadURLs := func(ctx context.Context, c *store.Crawl) ([]string, error) { return apiSrv.DownloadURLs(ctx, c) }
+	notifier, err := webhook.New(webhookConfig(v), webhook.Deps{Store: st, Resources: downloadURLs,
 		Log: logger.With("component", "webhooks")})
 	if err != nil {
 		return err
 	}
-	apiSrv := api.New(apiCfg, api.Deps{
+	apiSrv = api.New(apiCfg, api.Deps{
 		Store:       st,
 		Launcher:    k8s.NewLauncher(kube, trawler, v.GetString("crawler_namespace")),
 		RedisDialer: deps.redisDialer,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"fmt"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 	"github.com/trawlerhq/trawler/api"
 	"github.com/trawlerhq/trawler/email"
 	"github.com/trawlerhq/trawler/operator"
-	"github.com/trawlerhq/trawler/store"
 	"github.com/trawlerhq/trawler/webhook"
 )
 
@@ -71,18 +69,6 @@ func webhookConfig(v *viper.Viper) webhook.Config {
 		Timeout:       v.GetDuration("webhooks.timeout"),
 		PollInterval:  v.GetDuration("webhooks.poll_interval"),
 		Workers:       v.GetInt("webhooks.workers"),
-	}
-}
-
-// crawlFilePaths lists a crawl's files as replay.json shows them, for the
-// download URLs of crawlFinished webhooks.
-func crawlFilePaths(accessURL string) webhook.ResourceURLs {
-	return func(_ context.Context, c *store.Crawl) ([]string, error) {
-		paths := make([]string, len(c.Files))
-		for i := range c.Files {
-			paths[i] = c.Files[i].Path(accessURL)
-		}
-		return paths, nil
 	}
 }
 

@@ -44,7 +44,7 @@ func TestDefaultsFillEveryConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Fields whose zero value is a valid default, or that no setting maps.
-	zeroOK := map[string]bool{"MaxPagesPerCrawl": true, "RegistrationEnabled": true, "StorageAccessURL": true,
+	zeroOK := map[string]bool{"MaxPagesPerCrawl": true, "RegistrationEnabled": true,
 		"AppOrigin": true}
 	rv := reflect.ValueOf(apiCfg)
 	for i := range rv.NumField() {

@@ -68,5 +68,5 @@ func (s *Server) crawlReplayAny(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.writeReplay(c, crawl)
+	return s.writeReplay(c, currentOrg(c), crawl)
 }

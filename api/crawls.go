@@ -102,13 +102,14 @@ func (s *Server) crawlsOut(ctx context.Context, crawls []store.Crawl) ([]crawlOu
 	return out, nil
 }
 
-// crawlWithResources converts one crawl for replay.json.
-func (s *Server) crawlWithResources(ctx context.Context, crawl *store.Crawl) (crawlOutWithResources, error) {
+// crawlWithResources converts one crawl of org for replay.json, with
+// download links for its files.
+func (s *Server) crawlWithResources(ctx context.Context, org *store.Org, crawl *store.Crawl) (crawlOutWithResources, error) {
 	refs, err := s.crawlRefsOf(ctx, []store.Crawl{*crawl})
 	if err != nil {
 		return crawlOutWithResources{}, err
 	}
-	return toCrawlOutWithResources(crawl, refs, s.cfg.StorageAccessURL), nil
+	return toCrawlOutWithResources(crawl, refs, s.resources(ctx, org, crawl)), nil
 }
 
 // crawlFilter reads the list filters shared by the crawl lists.
@@ -209,11 +210,15 @@ func (s *Server) anyCrawlReplay(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.writeReplay(c, crawl)
+	org, err := s.store.GetOrg(c.Request().Context(), crawl.OID)
+	if err != nil {
+		return notFoundAs(err, crawlNotFoundID(crawl.ID))
+	}
+	return s.writeReplay(c, org, crawl)
 }
 
-func (s *Server) writeReplay(c echo.Context, crawl *store.Crawl) error {
-	out, err := s.crawlWithResources(c.Request().Context(), crawl)
+func (s *Server) writeReplay(c echo.Context, org *store.Org, crawl *store.Crawl) error {
+	out, err := s.crawlWithResources(c.Request().Context(), org, crawl)
 	if err != nil {
 		return err
 	}
@@ -225,7 +230,7 @@ func (s *Server) crawlReplay(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.writeReplay(c, crawl)
+	return s.writeReplay(c, currentOrg(c), crawl)
 }
 
 // updateCrawl edits a crawl's metadata; updateAnyCrawl is the all-crawls
@@ -266,6 +271,7 @@ func (s *Server) deleteCrawlsOf(c echo.Context, anyType bool) error {
 	}
 	ctx, org, user := c.Request().Context(), currentOrg(c), currentUser(c)
 	ids := slices.Compact(slices.Sorted(slices.Values(in.CrawlIDs)))
+	crawls := make([]*store.Crawl, 0, len(ids))
 	for _, id := range ids {
 		crawl, err := s.store.GetCrawl(ctx, org.ID, id)
 		if err != nil {
@@ -282,6 +288,12 @@ func (s *Server) deleteCrawlsOf(c echo.Context, anyType bool) error {
 				return &apiError{status: http.StatusBadRequest, detail: "Error Stopping Crawl", cause: err}
 			}
 		}
+		crawls = append(crawls, crawl)
+	}
+	// Files first: if storage fails, the documents stay and a retry
+	// finishes; no crawl disappears while its files remain.
+	if err := s.deleteFiles(ctx, org, crawls); err != nil {
+		return err
 	}
 	res, err := s.store.DeleteCrawls(ctx, org.ID, ids)
 	if err != nil {
@@ -328,17 +340,4 @@ func (s *Server) crawlAccess(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, empty{})
-}
-
-// crawlLogs would merge the logs inside a finished crawl's WACZ files;
-// trawler does not read WACZ files yet, so the stream is empty.
-func (s *Server) crawlLogs(c echo.Context) error {
-	crawl, err := s.crawlParam(c, false, detailCrawlNotFound)
-	if err != nil {
-		return err
-	}
-	if !store.IsFinished(crawl.State) {
-		return badRequest("crawl_not_finished")
-	}
-	return c.Blob(http.StatusOK, "text/jsonl", nil)
 }

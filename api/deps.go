@@ -72,6 +72,7 @@ type OrgStore interface {
 	SetOrgQuotas(ctx context.Context, id uuid.UUID, q store.OrgQuotas) error
 	SetOrgWebhooks(ctx context.Context, id uuid.UUID, urls map[string]string, origin string) error
 	GetDefaultOrg(ctx context.Context) (*store.Org, error)
+	SetOrgStorage(ctx context.Context, id uuid.UUID, st store.Storage) error
 }
 
 // Store is every store capability the API uses.
@@ -98,6 +99,15 @@ type CrawlLauncher interface {
 	RestartCrawl(ctx context.Context, crawlID string, configJSON []byte) error
 	// CancelCrawl deletes the CrawlJob; the operator marks it canceled.
 	CancelCrawl(ctx context.Context, crawlID string) error
+}
+
+// StorageSecrets keeps the Secret storage-<name> that gives an org's own
+// storage to its crawler pods; k8s.Launcher implements it.
+type StorageSecrets interface {
+	// ApplyStorageSecret creates or replaces the Secret with data.
+	ApplyStorageSecret(ctx context.Context, name string, data map[string]string) error
+	// DeleteStorageSecret removes it; a missing Secret is fine.
+	DeleteStorageSecret(ctx context.Context, name string) error
 }
 
 // CrawlConfigStore reads and writes workflows and their revisions.
@@ -133,4 +143,5 @@ type CrawlStore interface {
 	CrawlSearchValues(ctx context.Context, oid uuid.UUID, types []string) (*store.SearchValues, error)
 	ListCrawlErrors(ctx context.Context, crawlID string, p store.Paging) ([]string, int64, error)
 	RunPostCrawlTasks(ctx context.Context, crawlID string) (*store.Crawl, error)
+	SetCrawlFilePresignedURLs(ctx context.Context, crawlID string, urls map[string]store.PresignedURL) (bool, error)
 }

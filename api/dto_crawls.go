@@ -98,17 +98,13 @@ type crawlOutWithResources struct {
 	Collections []collectionRefOut `json:"collections"`
 }
 
-// toCrawlOutWithResources adds the files; accessURL prefixes relative
-// file names (absolute URLs pass unchanged). Unlike the list item, its
-// firstSeed is the workflow's current first seed.
-func toCrawlOutWithResources(c *store.Crawl, refs crawlRefs, accessURL string) crawlOutWithResources {
-	out := crawlOutWithResources{crawlOut: toCrawlOut(c, refs),
-		Resources: make([]resourceOut, len(c.Files)), Collections: []collectionRefOut{}}
+// toCrawlOutWithResources adds the files with their download links.
+// Unlike the list item, its firstSeed is the workflow's current first
+// seed.
+func toCrawlOutWithResources(c *store.Crawl, refs crawlRefs, resources []resourceOut) crawlOutWithResources {
+	out := crawlOutWithResources{crawlOut: toCrawlOut(c, refs), Resources: resources, Collections: []collectionRefOut{}}
 	if seeds := refs.seeds[c.CID]; len(seeds) > 0 {
 		out.FirstSeed = &seeds[0].URL
-	}
-	for i, f := range c.Files {
-		out.Resources[i] = resourceOut{Name: f.Filename, Path: f.Path(accessURL), Hash: f.Hash, Size: f.Size, CrawlID: c.ID}
 	}
 	return out
 }

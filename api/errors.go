@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/trawlerhq/trawler/k8s"
+	"github.com/trawlerhq/trawler/storage"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -106,6 +107,12 @@ func statusOf(err error) (int, any) {
 		return http.StatusBadRequest, detailOr(err, "invalid")
 	case errors.Is(err, store.ErrForbidden):
 		return http.StatusForbidden, detailOr(err, detailNotAllowed)
+	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, errNoStorage):
+		return http.StatusServiceUnavailable, "storage_unavailable"
+	case errors.Is(err, storage.ErrNotFound):
+		return http.StatusNotFound, "file_not_found"
+	case errors.Is(err, storage.ErrInvalidKey):
+		return http.StatusBadRequest, "invalid_file_name"
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "timeout"
 	default:

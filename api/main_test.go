@@ -134,7 +134,7 @@ func testConfig() Config {
 		MaxCrawlScale: 3, MaxPagesPerCrawl: 4,
 		DefaultFilenameTemplate: "@ts-@hostsuffix.wacz",
 		CrawlerNamespace:        "crawlers", ClusterDomain: "cluster.local",
-		StorageAccessURL: "/data/", InviteLifetime: 7 * 24 * time.Hour,
+		InviteLifetime: 7 * 24 * time.Hour, PresignDuration: time.Hour,
 		SuperuserEmail: "admin@example.com", SuperuserPassword: "PASSW0RD!",
 		DefaultOrgName:             "My Organization",
 		DefaultBehaviorTimeSeconds: 300, DefaultPageLoadTimeSeconds: 120,

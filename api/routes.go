@@ -90,6 +90,7 @@ func (s *Server) routes() []route {
 		{get, org + "/webhooks", accessOrgOwner, s.listNotifications, "The org's webhook notifications", "webhooks", nil, pageOut[notificationOut]{}, pageQ},
 		{get, org + "/webhooks/:notificationid", accessOrgOwner, s.getNotification, "One webhook notification", "webhooks", nil, notificationOut{}, nil},
 		{get, org + "/webhooks/:notificationid/retry", accessOrgOwner, s.retryNotification, "Send a notification again", "webhooks", nil, successOut{}, nil},
+		{patch, org + "/storage", accessOrgOwner, s.setOrgStorage, "Choose a configured storage or the org's own bucket", "orgs", orgStorageIn{}, updatedOut{}, nil},
 
 		{get, cfg, accessOrgViewer, s.listCrawlConfigs, "List workflows", "crawlconfigs", nil, pageOut[crawlConfigOut]{},
 			append([]string{"userid", "modifiedBy", "firstSeed", "name", "description", "tag", "schedule", "sortBy", "sortDirection"}, pageQ...)},

@@ -41,9 +41,10 @@ type Config struct {
 	CrawlerNamespace string
 	// ClusterDomain completes per-crawl Redis host names.
 	ClusterDomain string
-	// StorageAccessURL prefixes relative file names in replay.json
-	// resources (e.g. "/data/").
-	StorageAccessURL string
+	// PresignDuration is how long a download link stays valid (upstream's
+	// PRESIGN_DURATION_MINUTES); links are cached on the files and signed
+	// again when less than a tenth of it is left.
+	PresignDuration time.Duration
 
 	// SuperuserEmail and SuperuserPassword are the account Bootstrap creates
 	// or resets.
@@ -78,6 +79,11 @@ type Config struct {
 type Deps struct {
 	Store    Store
 	Launcher CrawlLauncher
+	// Storage holds the crawls' files; nil leaves download links empty
+	// and deletes only documents (tests without object storage).
+	Storage ObjectStorage
+	// Secrets syncs an org's own storage to the crawler namespace.
+	Secrets StorageSecrets
 	// RedisDialer, when set, dials a running crawl's Redis instead of the
 	// network's resolver; tests pass the sandbox's. Nil in production.
 	RedisDialer func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -97,6 +103,8 @@ type Server struct {
 	cfg      Config
 	store    Store
 	launcher CrawlLauncher
+	objects  ObjectStorage
+	secrets  StorageSecrets
 	clock    clock.PassiveClock
 	redis    *liveCrawls
 	ready    func(ctx context.Context) error
@@ -125,6 +133,8 @@ func New(cfg Config, deps Deps) *Server {
 		cfg:      cfg,
 		store:    deps.Store,
 		launcher: deps.Launcher,
+		objects:  deps.Storage,
+		secrets:  deps.Secrets,
 		clock:    deps.Clock,
 		ready:    deps.Ready,
 		log:      cfg.Logger,
