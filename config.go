@@ -81,6 +81,13 @@ var settings = []setting{
 	{"superuser.password", "PASSW0RD!", "the superuser's password (reset at every start)"},
 	{"default_org", "My Organization", "name of the default organisation created at startup"},
 
+	{"storages", "", "the object storages, as a YAML list in the config file or JSON in TRAWLER_STORAGES: " +
+		"name, access_key, secret_key, bucket_name, endpoint_url (without the bucket), and optionally " +
+		"access_endpoint_url (the bucket as browsers reach it), region, use_access_for_presign; " +
+		"one must be named default (the storage of orgs without their own); each needs its Secret " +
+		"storage-<name> in the crawler namespace (the Helm chart writes both)"},
+	{"storage.presign_duration_minutes", 60, "how long download links stay valid (links are re-signed when less than a tenth is left)"},
+
 	{"crawler_namespace", "crawlers", "namespace of CrawlJobs, crawler and Redis pods"},
 	{"cluster_domain", "cluster.local", "cluster DNS domain used in per-crawl Redis URLs"},
 	{"max_crawl_scale", 3, "largest crawler scale; also the number of crawl-instance-<i> PriorityClasses"},
@@ -100,6 +107,7 @@ var settings = []setting{
 	{"crawler.liveness_port", 6065, "crawler health-check port (0 = no liveness probe)"},
 	{"crawler.node_type", "", "preferred nodeType label value for crawler pods"},
 	{"crawler.volume_storage_class", "", "storage class of crawler and Redis PVCs"},
+	{"crawler.extra_args", "", "appended to the crawlers' CRAWL_ARGS (the chart's crawler_extra_args; trawler dev honours it, e.g. --sim.pageMs 500)"},
 
 	{"redis.image", "redis", "per-crawl Redis image"},
 	{"redis.image_pull_policy", "IfNotPresent", "per-crawl Redis image pull policy"},

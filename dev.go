@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -17,7 +19,11 @@ import (
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
+	"github.com/trawlerhq/trawler/storage"
 )
+
+// devBucket is the sandbox S3 server's bucket for crawl files.
+const devBucket = "trawler-data"
 
 // devDefaults replace the production defaults under `trawler dev`: a fixed
 // local port, crawler requests small enough that several crawls fit on the
@@ -76,51 +82,100 @@ func runDev(ctx context.Context, v *viper.Viper, dir string, nodes int, out io.W
 	if err != nil {
 		return fmt.Errorf("resolving %s: %w", dir, err)
 	}
+	fmt.Fprintf(out, "starting the sandbox in %s ...\n", filepath.Join(dir, "sandbox"))
+	stack, err := startDev(ctx, v, dir, sandbox.Options{Nodes: kubelet.Nodes{Count: nodes}}, logger)
+	if err != nil {
+		return err
+	}
+	defer stack.env.Stop()
+	envFile := filepath.Join(dir, "env")
+	if err := writeDevEnv(envFile, stack.envVars(v)); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "trawler is up (sandbox started in %s)\n  dashboard and API: %s  (log in as %s / %s)\n  e-mails: %s\n  env: source %s\n  Ctrl-C stops everything\n",
+		stack.env.StartDuration.Round(100*time.Millisecond), stack.apiURL, v.GetString("superuser.email"),
+		v.GetString("superuser.password"), stack.env.MailpitURL(), envFile)
+	err = <-stack.served
+	fmt.Fprintln(out, "stopping the sandbox ...")
+	return err
+}
+
+// devStack is a running development stack: the sandbox and trawler serve
+// against it.
+type devStack struct {
+	env    *sandbox.Env
+	apiURL string
+	// served reports serve's end, once ctx is done.
+	served <-chan error
+}
+
+// startDev starts a fresh sandbox in dir/sandbox (with an S3 server whose
+// bucket is the default storage unless the configuration names storages),
+// runs serve against it and returns once the API listens. opts may set
+// the nodes, the restart backoff and the crawler program (default: the
+// crawler simulator under the configured image). The caller stops
+// stack.env after served reported; on error everything is stopped already.
+func startDev(ctx context.Context, v *viper.Viper, dir string, opts sandbox.Options, logger *slog.Logger) (*devStack, error) {
 	sandboxDir := filepath.Join(dir, "sandbox")
 	// A fresh cluster every time: state from a previous run would refer to
 	// pods whose programs no longer run.
 	if err := os.RemoveAll(sandboxDir); err != nil {
-		return fmt.Errorf("clearing %s: %w", sandboxDir, err)
+		return nil, fmt.Errorf("clearing %s: %w", sandboxDir, err)
 	}
 	if err := os.MkdirAll(sandboxDir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", sandboxDir, err)
+		return nil, fmt.Errorf("creating %s: %w", sandboxDir, err)
 	}
-	fmt.Fprintf(out, "starting the sandbox in %s ...\n", sandboxDir)
-	env, err := sandbox.Start(ctx, sandbox.Options{
-		Dir:                  sandboxDir,
-		Nodes:                kubelet.Nodes{Count: nodes},
-		Programs:             map[string]kubelet.Program{v.GetString("crawler.image"): crawlersim.Program(nil)},
-		CRDs:                 k8s.CRDs(),
-		Namespaces:           []string{v.GetString("crawler_namespace")},
-		CrawlPriorityClasses: v.GetInt("max_crawl_scale"),
-		ClusterDomain:        v.GetString("cluster_domain"),
-		Logger:               logger.With("component", "sandbox"),
-	})
+	opts.Dir = sandboxDir
+	if opts.Programs == nil {
+		opts.Programs = map[string]kubelet.Program{v.GetString("crawler.image"): crawlersim.Program(nil)}
+	}
+	opts.CRDs = k8s.CRDs()
+	opts.Namespaces = []string{v.GetString("crawler_namespace")}
+	opts.CrawlPriorityClasses = v.GetInt("max_crawl_scale")
+	opts.ClusterDomain = v.GetString("cluster_domain")
+	opts.ObjectStorage = true
+	opts.Logger = logger.With("component", "sandbox")
+	env, err := sandbox.Start(ctx, opts)
 	if err != nil {
-		return fmt.Errorf("starting sandbox: %w", err)
+		return nil, fmt.Errorf("starting sandbox: %w", err)
 	}
-	defer env.Stop()
-	// What the Helm chart creates in a real cluster. The simulator only
-	// notifies uploads, so the storage endpoint need not exist; crawls-done
-	// filenames still carry it.
+	stack, err := serveOnSandbox(ctx, v, env, logger)
+	if err != nil {
+		env.Stop()
+		return nil, err
+	}
+	return stack, nil
+}
+
+// serveOnSandbox creates what the Helm chart would (the default bucket,
+// the crawlers' shared config and storage secret) and starts serve.
+func serveOnSandbox(ctx context.Context, v *viper.Viper, env *sandbox.Env, logger *slog.Logger) (*devStack, error) {
+	bucket, err := env.CreateBucket(ctx, k8s.DefaultStorageName, devBucket)
+	if err != nil {
+		return nil, err
+	}
+	storages, err := storagesConfig(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(storages) == 0 {
+		storages = []storage.Config{bucket}
+		raw, _ := json.Marshal(storages)
+		v.Set("storages", string(raw))
+	}
 	err = k8s.EnsureCrawlerSupport(ctx, env.Client, v.GetString("crawler_namespace"), k8s.CrawlerSupport{
 		CrawlArgs: k8s.CrawlArgs(k8s.CrawlArgsOptions{
 			Workers:         v.GetInt("crawler.browser_instances"),
 			MaxPageLimit:    v.GetInt("max_pages_per_crawl"),
 			HealthCheckPort: v.GetInt("crawler.liveness_port"),
+			Extra:           v.GetString("crawler.extra_args"),
 		}),
 		StorageName: k8s.DefaultStorageName,
-		Storage: map[string]string{
-			"STORE_ENDPOINT_URL":        "http://local-storage.invalid/trawler-data/",
-			"STORE_ACCESS_ENDPOINT_URL": "/data/",
-			"STORE_ACCESS_KEY":          "dev",
-			"STORE_SECRET_KEY":          "dev",
-		},
+		Storage:     defaultStorage(storages).CrawlerEnv(),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-
 	v.Set("mongo.uri", env.MongoURI())
 	// E-mails go to the sandbox's Mailpit; its web UI shows them.
 	v.Set("email.smtp_host", "127.0.0.1")
@@ -130,34 +185,46 @@ func runDev(ctx context.Context, v *viper.Viper, dir string, nodes int, out io.W
 	served := make(chan error, 1)
 	go func() {
 		served <- serve(ctx, v, serveDeps{redisDialer: env.Dial, logs: env.Kubelet,
-			listening: listening, logger: logger})
+			listening: listening, logger: logger, storageTransport: env.HTTPTransport()})
 	}()
 	select {
 	case addr := <-listening:
-		apiURL := "http://" + addr
-		envFile := filepath.Join(dir, "env")
-		if err := writeDevEnv(envFile, map[string]string{
-			"TRAWLER_API_URL":   apiURL,
-			"KUBECONFIG":        env.Kubeconfig(),
-			"TRAWLER_MONGO_URI": env.MongoURI(),
-			"MONGO_URI":         env.MongoURI(),
-			"TRAWLER_REDIS_URL": env.RedisURL(0),
-			"REDIS_URL":         env.RedisURL(0),
-			"TRAWLER_USERNAME":  v.GetString("superuser.email"),
-			"TRAWLER_PASSWORD":  v.GetString("superuser.password"),
-			"MAILPIT_URL":       env.MailpitURL(),
-		}); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "trawler is up (sandbox started in %s)\n  dashboard and API: %s  (log in as %s / %s)\n  e-mails: %s\n  env: source %s\n  Ctrl-C stops everything\n",
-			env.StartDuration.Round(100*time.Millisecond), apiURL, v.GetString("superuser.email"),
-			v.GetString("superuser.password"), env.MailpitURL(), envFile)
+		return &devStack{env: env, apiURL: "http://" + addr, served: served}, nil
 	case err := <-served:
-		return err
+		return nil, err
 	}
-	err = <-served
-	fmt.Fprintln(out, "stopping the sandbox ...")
-	return err
+}
+
+// defaultStorage is the storage named k8s.DefaultStorageName (the
+// registry refuses a list without it), else the first.
+func defaultStorage(storages []storage.Config) storage.Config {
+	for _, s := range storages {
+		if s.Name == k8s.DefaultStorageName {
+			return s
+		}
+	}
+	return storages[0]
+}
+
+// envVars are what `make dev` writes to .dev/env.
+func (d *devStack) envVars(v *viper.Viper) map[string]string {
+	return map[string]string{
+		"TRAWLER_API_URL":   d.apiURL,
+		"KUBECONFIG":        d.env.Kubeconfig(),
+		"TRAWLER_MONGO_URI": d.env.MongoURI(),
+		"MONGO_URI":         d.env.MongoURI(),
+		"TRAWLER_REDIS_URL": d.env.RedisURL(0),
+		"REDIS_URL":         d.env.RedisURL(0),
+		"TRAWLER_USERNAME":  v.GetString("superuser.email"),
+		"TRAWLER_PASSWORD":  v.GetString("superuser.password"),
+		"MAILPIT_URL":       d.env.MailpitURL(),
+		// The S3 server as the host reaches it (the download links point
+		// there too), e.g. for the aws CLI or curl --aws-sigv4.
+		"S3_ENDPOINT_URL":       d.env.S3.URL(),
+		"S3_BUCKET":             devBucket,
+		"AWS_ACCESS_KEY_ID":     d.env.S3.AccessKey,
+		"AWS_SECRET_ACCESS_KEY": d.env.S3.SecretKey,
+	}
 }
 
 func writeDevEnv(path string, vars map[string]string) error {

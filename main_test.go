@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 	for _, f := range packageCleanups {
 		f()
 	}
+	stopE2E()
 	if builtBin != "" {
 		os.RemoveAll(filepath.Dir(builtBin))
 	}

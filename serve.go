@@ -42,6 +42,9 @@ type serveDeps struct {
 	listening chan<- string
 	// logger, when set, replaces the configured logger.
 	logger *slog.Logger
+	// storageTransport, when set, carries object storage requests (the
+	// sandbox's reaches its S3 server by a cluster name).
+	storageTransport http.RoundTripper
 }
 
 // serve runs the configured roles until ctx is cancelled, then shuts down
@@ -88,6 +91,10 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	if err != nil {
 		return err
 	}
+	objects, err := objectStorage(v, deps.storageTransport, logger)
+	if err != nil {
+		return err
+	}
 	// The webhooks' download URLs are the API's links, signed as
 	// replay.json signs them; the API is built right below.
 	var apiSrv *api.Server
@@ -97,14 +104,20 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	if err != nil {
 		return err
 	}
-	apiSrv = api.New(apiCfg, api.Deps{
+	launcher := k8s.NewLauncher(kube, trawler, v.GetString("crawler_namespace"))
+	apiDeps := api.Deps{
 		Store:       st,
-		Launcher:    k8s.NewLauncher(kube, trawler, v.GetString("crawler_namespace")),
+		Launcher:    launcher,
+		Secrets:     launcher,
 		RedisDialer: deps.redisDialer,
 		Ready:       ready.check,
 		Mailer:      email.New(emailConfig(v), logger.With("component", "email")),
 		Webhooks:    notifier,
-	})
+	}
+	if objects != nil {
+		apiDeps.Storage = objects
+	}
+	apiSrv = api.New(apiCfg, apiDeps)
 
 	var opCfg operator.Config
 	var opDeps operator.Deps

@@ -2,8 +2,11 @@ package main
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/viper"
@@ -11,7 +14,9 @@ import (
 
 	"github.com/trawlerhq/trawler/api"
 	"github.com/trawlerhq/trawler/email"
+	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/operator"
+	"github.com/trawlerhq/trawler/storage"
 	"github.com/trawlerhq/trawler/webhook"
 )
 
@@ -44,6 +49,7 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 		DefaultBehaviorTimeSeconds: v.GetInt("api.default_behavior_time_seconds"),
 		DefaultPageLoadTimeSeconds: v.GetInt("api.default_page_load_time_seconds"),
 		ScheduleRescan:             v.GetDuration("api.schedule_rescan"),
+		PresignDuration:            time.Duration(v.GetInt("storage.presign_duration_minutes")) * time.Minute,
 		Logger:                     logger,
 	}, nil
 }
@@ -137,4 +143,40 @@ func operatorConfig(v *viper.Viper) (operator.Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// storagesConfig reads the storages setting: a list in a config file, or
+// JSON from the environment or a flag. None configured is an empty list.
+func storagesConfig(v *viper.Viper) ([]storage.Config, error) {
+	var out []storage.Config
+	switch raw := v.Get("storages").(type) {
+	case nil:
+	case string:
+		if strings.TrimSpace(raw) == "" {
+			return nil, nil
+		}
+		if err := json.Unmarshal([]byte(raw), &out); err != nil {
+			return nil, fmt.Errorf("storages: not a JSON list of storages: %w", err)
+		}
+	default:
+		if err := v.UnmarshalKey("storages", &out); err != nil {
+			return nil, fmt.Errorf("storages: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// objectStorage builds the configured storages, or nil (with a warning)
+// when there are none: download links, file deletion and crawl logs are
+// then off.
+func objectStorage(v *viper.Viper, transport http.RoundTripper, logger *slog.Logger) (*storage.Registry, error) {
+	storages, err := storagesConfig(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(storages) == 0 {
+		logger.Warn("no storages configured: crawls upload nothing, and download links, file deletion and crawl logs are off")
+		return nil, nil
+	}
+	return storage.NewRegistry(storages, k8s.DefaultStorageName, storage.Options{Transport: transport})
 }

@@ -48,7 +48,7 @@ func StartS3(ctx context.Context, dir string) (*S3, error) {
 	s.Process = &Process{
 		Name: "versitygw",
 		Path: path,
-		Args: []string{"--access", s.AccessKey, "--secret", s.SecretKey, "--quiet", "--keep-alive",
+		Args: []string{"--access", s.AccessKey, "--secret", s.SecretKey, "--quiet",
 			"--port", "127.0.0.1:" + strconv.Itoa(port), "posix", data},
 		Dir:     dir,
 		LogPath: filepath.Join(dir, "versitygw.log"),
