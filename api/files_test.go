@@ -26,7 +26,7 @@ var (
 	s3Err  error
 )
 
-func startS3(t *testing.T) *sandbox.S3 {
+func startS3(t testing.TB) *sandbox.S3 {
 	t.Helper()
 	s3Once.Do(func() {
 		dir, err := os.MkdirTemp("", "apitest-s3-")
@@ -76,7 +76,7 @@ type storageEnv struct {
 	secrets *fakeSecrets
 }
 
-func newStorageEnv(t *testing.T, srv *sandbox.S3, presign time.Duration) *storageEnv {
+func newStorageEnv(t testing.TB, srv *sandbox.S3, presign time.Duration) *storageEnv {
 	t.Helper()
 	e := newEnv(t)
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
