@@ -123,21 +123,24 @@ func (m *memStore) UpdateCrawlStats(_ context.Context, id string, s store.CrawlS
 	return true, nil
 }
 
-func (m *memStore) AddCrawlFile(_ context.Context, id string, f store.CrawlFile) (store.FileResult, error) {
+func (m *memStore) AddCrawlFiles(_ context.Context, id string, files []store.CrawlFile) (store.FileResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.enter("AddCrawlFile"); err != nil {
+	if err := m.enter("AddCrawlFiles"); err != nil {
 		return store.FileResult{}, err
 	}
 	c, err := m.crawl(id)
 	if err != nil {
 		return store.FileResult{}, err
 	}
-	added := !slices.ContainsFunc(c.Files, func(x store.CrawlFile) bool { return x.Filename == f.Filename })
-	if added {
-		c.Files = append(c.Files, f)
-		c.FileCount++
-		c.FileSize += f.Size
+	added := 0
+	for _, f := range files {
+		if !slices.ContainsFunc(c.Files, func(x store.CrawlFile) bool { return x.Filename == f.Filename }) {
+			c.Files = append(c.Files, f)
+			c.FileCount++
+			c.FileSize += f.Size
+			added++
+		}
 	}
 	return store.FileResult{Added: added, FileCount: c.FileCount, FileSize: c.FileSize}, nil
 }

@@ -25,8 +25,8 @@ type CrawlStore interface {
 	SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra store.CrawlStateExtra) (bool, *store.Crawl, error)
 	// UpdateCrawlStats stores live stats unless the crawl has ended.
 	UpdateCrawlStats(ctx context.Context, crawlID string, s store.CrawlStats) (bool, error)
-	// AddCrawlFile records a WACZ at most once per filename.
-	AddCrawlFile(ctx context.Context, crawlID string, f store.CrawlFile) (store.FileResult, error)
+	// AddCrawlFiles records WACZ files, each at most once per filename.
+	AddCrawlFiles(ctx context.Context, crawlID string, files []store.CrawlFile) (store.FileResult, error)
 	// AddCrawlErrors records error lines seq, seq+1, ... at most once.
 	AddCrawlErrors(ctx context.Context, crawlID string, seq int64, lines []string) error
 	// SetCrawlPods replaces the per-pod view of the crawl.
@@ -94,8 +94,9 @@ func (in *ingester) loadTotals(ctx context.Context) error {
 	return nil
 }
 
-// files records the crawls-done messages of a snapshot and removes them
-// from Redis. It returns how many messages remain unrecorded.
+// files records the crawls-done messages of a snapshot, all in one store
+// write, and removes them from Redis. It returns how many messages remain
+// unrecorded.
 func (in *ingester) files(ctx context.Context, c *redis.Client, s snapshot) (int, error) {
 	if len(s.Done) == 0 {
 		return int(s.DoneLen), nil
@@ -103,29 +104,49 @@ func (in *ingester) files(ctx context.Context, c *redis.Client, s snapshot) (int
 	if err := in.loadTotals(ctx); err != nil {
 		return int(s.DoneLen), err
 	}
-	var handled []string
-	var firstErr error
-	for _, raw := range s.Done {
-		if err := in.file(ctx, raw); err != nil {
-			firstErr = err
-			break
-		}
-		handled = append(handled, raw)
+	if err := in.record(ctx, s.Done); err != nil {
+		return int(s.DoneLen), err
 	}
 	rctx, cancel := context.WithTimeout(ctx, in.timeout)
 	defer cancel()
-	if err := removeDone(rctx, c, handled); err != nil {
+	if err := removeDone(rctx, c, s.Done); err != nil {
 		return int(s.DoneLen), err
 	}
-	return int(s.DoneLen) - len(handled), firstErr
+	return int(s.DoneLen) - len(s.Done), nil
 }
 
-func (in *ingester) file(ctx context.Context, raw string) error {
+// record stores the files of crawls-done messages (at most once each).
+func (in *ingester) record(ctx context.Context, raws []string) error {
+	var files []store.CrawlFile
+	for _, raw := range raws {
+		if f, ok := in.crawlFile(raw); ok {
+			files = append(files, f)
+		}
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, in.timeout)
+	defer cancel()
+	res, err := in.store.AddCrawlFiles(ctx, in.id, files)
+	if errors.Is(err, store.ErrNotFound) {
+		in.log.Warn("crawl document missing, files not recorded", "crawl", in.id, "files", len(files))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("recording %d files: %w", len(files), err)
+	}
+	in.filesAdded, in.filesAddedSize, in.totalsKnown = int64(res.FileCount), res.FileSize, true
+	return nil
+}
+
+// crawlFile reads a crawls-done message; unusable ones are dropped.
+func (in *ingester) crawlFile(raw string) (store.CrawlFile, bool) {
 	var m doneMessage
 	if err := json.Unmarshal([]byte(raw), &m); err != nil || m.Filename == "" {
 		// Nothing a retry could record: upstream skipped these too.
 		in.log.Warn("dropping unusable crawls-done message", "crawl", in.id, "message", raw)
-		return nil
+		return store.CrawlFile{}, false
 	}
 	f := store.CrawlFile{Filename: m.Filename, Hash: m.Hash, Size: m.Size}
 	if in.storagePath != "" {
@@ -137,18 +158,7 @@ func (in *ingester) file(ctx context.Context, raw string) error {
 			f.DefStorageName = &name
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, in.timeout)
-	defer cancel()
-	res, err := in.store.AddCrawlFile(ctx, in.id, f)
-	if errors.Is(err, store.ErrNotFound) {
-		in.log.Warn("crawl document missing, file not recorded", "crawl", in.id, "file", f.Filename)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("recording file %s: %w", f.Filename, err)
-	}
-	in.filesAdded, in.filesAddedSize, in.totalsKnown = int64(res.FileCount), res.FileSize, true
-	return nil
+	return f, true
 }
 
 // errorLines records the snapshot's oldest error lines and trims them.

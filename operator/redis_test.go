@@ -112,10 +112,8 @@ func TestIngestIsAtLeastOnceAndIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A crash after recording but before removing: the next round replays.
-	for _, raw := range s.Done {
-		if err := in.file(ctx, raw); err != nil {
-			t.Fatal(err)
-		}
+	if err := in.record(ctx, s.Done); err != nil {
+		t.Fatal(err)
 	}
 	if err := st.AddCrawlErrors(ctx, testID, 0, s.Errors); err != nil {
 		t.Fatal(err)

@@ -39,11 +39,11 @@ func TestOperatorWritesWithMongoFilters(t *testing.T) {
 		{"StatsSame", func() (bool, error) { return m.UpdateCrawlStats(ctx, "c", CrawlStats{Found: 2, Done: 1}) }, false},
 		{"File", func() (bool, error) {
 			r, err := m.AddCrawlFile(ctx, "c", CrawlFile{Filename: "a", Size: 3})
-			return r.Added, err
+			return r.Added == 1, err
 		}, true},
 		{"FileAgain", func() (bool, error) {
 			r, err := m.AddCrawlFile(ctx, "c", CrawlFile{Filename: "a", Size: 3})
-			return r.Added, err
+			return r.Added == 1, err
 		}, false},
 		{"Complete", func() (bool, error) {
 			ok, _, err := m.SetCrawlState(ctx, "c", StateComplete, RunningStates, CrawlStateExtra{Finished: &at})

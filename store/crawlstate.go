@@ -98,34 +98,39 @@ func (m *Mongo) UpdateCrawlStats(ctx context.Context, crawlID string, s CrawlSta
 	return res.MatchedCount == 1, nil
 }
 
-// FileResult reports what AddCrawlFile did and the crawl's file counters
+// FileResult reports what AddCrawlFiles did and the crawl's file counters
 // afterwards.
 type FileResult struct {
-	Added     bool // false: a file of that name was already recorded
+	Added     int // files newly recorded (the others were already there)
 	FileCount int
 	FileSize  int64
 }
 
-// fileAttempts bounds AddCrawlFile's compare-and-set retries; each retry
+// fileAttempts bounds AddCrawlFiles's compare-and-set retries; each retry
 // means another process added a file to the same crawl in between.
 const fileAttempts = 20
 
-// AddCrawlFile records a finished WACZ file on the crawl, at most once per
-// filename; files, fileCount and fileSize change together in one
+// AddCrawlFile is AddCrawlFiles for one file.
+func (m *Mongo) AddCrawlFile(ctx context.Context, crawlID string, f CrawlFile) (FileResult, error) {
+	return m.AddCrawlFiles(ctx, crawlID, []CrawlFile{f})
+}
+
+// AddCrawlFiles records finished WACZ files on the crawl, each at most
+// once per filename; files, fileCount and fileSize change together in one
 // single-document update, so a replayed or concurrent call for the same
-// file changes nothing. The org's bytesStored is then recomputed, also on
-// a replay (a crash may have come between the two writes).
+// files changes nothing. The org's bytesStored is then recomputed once,
+// also on a replay (a crash may have come between the two writes).
 //
 // The write is conditional on fileCount being unchanged since the read (a
 // compare-and-set, retried if another process added a file in between).
-// The obvious filter {"files.filename": {$ne: name}} is not used: FerretDB
-// v1 matches it even when the file is there (see
-// TestConformance/QuirkNeOnArrayOfSubdocs).
+// The obvious filter {"files.filename": {$nin: names}} is not used:
+// FerretDB v1 matches $ne on arrays of subdocuments even when the file is
+// there (see TestConformance/QuirkNeOnArrayOfSubdocs).
 //
 // Errors: NotFound("crawl_not_found"); Conflict("crawl_file_contention")
 // if the compare-and-set kept losing.
-func (m *Mongo) AddCrawlFile(ctx context.Context, crawlID string, f CrawlFile) (FileResult, error) {
-	res, oid, err := m.pushCrawlFile(ctx, crawlID, f)
+func (m *Mongo) AddCrawlFiles(ctx context.Context, crawlID string, files []CrawlFile) (FileResult, error) {
+	res, oid, err := m.pushCrawlFiles(ctx, crawlID, files)
 	if err != nil {
 		return res, err
 	}
@@ -135,9 +140,9 @@ func (m *Mongo) AddCrawlFile(ctx context.Context, crawlID string, f CrawlFile) (
 	return res, nil
 }
 
-// pushCrawlFile is AddCrawlFile's write to the crawl document; it returns
-// the crawl's org too.
-func (m *Mongo) pushCrawlFile(ctx context.Context, crawlID string, f CrawlFile) (FileResult, uuid.UUID, error) {
+// pushCrawlFiles is AddCrawlFiles's write to the crawl document; it
+// returns the crawl's org too.
+func (m *Mongo) pushCrawlFiles(ctx context.Context, crawlID string, files []CrawlFile) (FileResult, uuid.UUID, error) {
 	defer m.lockCrawl(crawlID)()
 	read := options.FindOne().SetProjection(bson.M{"oid": 1, "files.filename": 1, "fileCount": 1, "fileSize": 1})
 	for range fileAttempts {
@@ -150,19 +155,32 @@ func (m *Mongo) pushCrawlFile(ctx context.Context, crawlID string, f CrawlFile) 
 		if err := m.coll(collCrawls).FindOne(ctx, bson.M{"_id": crawlID}, read).Decode(&cur); err != nil {
 			return FileResult{}, uuid.Nil, notFoundOr(err, errCrawlNotFound, "finding crawl")
 		}
-		for _, have := range cur.Files {
-			if have.Filename == f.Filename {
-				return FileResult{FileCount: cur.FileCount, FileSize: cur.FileSize}, cur.OID, nil
+		have := map[string]bool{}
+		for _, f := range cur.Files {
+			have[f.Filename] = true
+		}
+		var add []CrawlFile
+		var size int64
+		for _, f := range files {
+			if !have[f.Filename] {
+				have[f.Filename] = true
+				add = append(add, f)
+				size += f.Size
 			}
 		}
+		if len(add) == 0 {
+			return FileResult{FileCount: cur.FileCount, FileSize: cur.FileSize}, cur.OID, nil
+		}
 		filter := m.condFilter(ctx, crawlID, bson.M{"fileCount": cur.FileCount})
-		res, err := m.coll(collCrawls).UpdateOne(ctx, filter,
-			bson.M{"$push": bson.M{"files": f}, "$inc": bson.M{"fileCount": 1, "fileSize": f.Size}})
+		res, err := m.coll(collCrawls).UpdateOne(ctx, filter, bson.M{
+			"$push": bson.M{"files": bson.M{"$each": add}},
+			"$inc":  bson.M{"fileCount": len(add), "fileSize": size},
+		})
 		if err != nil {
-			return FileResult{}, uuid.Nil, fmt.Errorf("adding crawl file: %w", err)
+			return FileResult{}, uuid.Nil, fmt.Errorf("adding crawl files: %w", err)
 		}
 		if res.MatchedCount == 1 {
-			return FileResult{Added: true, FileCount: cur.FileCount + 1, FileSize: cur.FileSize + f.Size}, cur.OID, nil
+			return FileResult{Added: len(add), FileCount: cur.FileCount + len(add), FileSize: cur.FileSize + size}, cur.OID, nil
 		}
 	}
 	return FileResult{}, uuid.Nil, Conflict("crawl_file_contention")

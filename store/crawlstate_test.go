@@ -104,9 +104,9 @@ func TestAddCrawlFile(t *testing.T) {
 		file store.CrawlFile
 		want store.FileResult
 	}{
-		{"OK", f, store.FileResult{Added: true, FileCount: 1, FileSize: 10}},
-		{"Replay", f, store.FileResult{Added: false, FileCount: 1, FileSize: 10}},
-		{"Second", store.CrawlFile{Filename: "oid/c-1.wacz", Size: 5}, store.FileResult{Added: true, FileCount: 2, FileSize: 15}},
+		{"OK", f, store.FileResult{Added: 1, FileCount: 1, FileSize: 10}},
+		{"Replay", f, store.FileResult{Added: 0, FileCount: 1, FileSize: 10}},
+		{"Second", store.CrawlFile{Filename: "oid/c-1.wacz", Size: 5}, store.FileResult{Added: 1, FileCount: 2, FileSize: 15}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,13 +116,21 @@ func TestAddCrawlFile(t *testing.T) {
 			}
 		})
 	}
+	t.Run("Batch", func(t *testing.T) {
+		// Known names and repeats within the batch are recorded once.
+		batch := []store.CrawlFile{f, {Filename: "oid/c-2.wacz", Size: 1}, {Filename: "oid/c-2.wacz", Size: 1}, {Filename: "oid/c-3.wacz", Size: 2}}
+		got, err := m.AddCrawlFiles(ctx, "c", batch)
+		if want := (store.FileResult{Added: 2, FileCount: 4, FileSize: 18}); err != nil || got != want {
+			t.Fatalf("got %+v, %v; want %+v", got, err, want)
+		}
+	})
 	t.Run("ErrNotFound", func(t *testing.T) {
 		if _, err := m.AddCrawlFile(ctx, "nope", f); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	c, err := m.GetCrawlByID(ctx, "c")
-	if err != nil || len(c.Files) != 2 || c.Files[0] != f {
+	if err != nil || len(c.Files) != 4 || c.Files[0] != f {
 		t.Fatalf("files %+v, %v", c.Files, err)
 	}
 }
