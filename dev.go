@@ -43,12 +43,13 @@ func newDevCommand() *cobra.Command {
 		Short: "Run trawler against a local sandbox cluster (what make dev runs)",
 		Long: `Start a sandbox on loopback (kube-apiserver, etcd, kube-scheduler,
 kube-controller-manager, a simulated kubelet running the crawler simulator,
-redis-server, a MongoDB-wire server and Mailpit), then trawler serve
-against it; e-mails go to Mailpit.
+redis-server, a MongoDB-wire server, Mailpit and an S3 server), then trawler
+serve against it; e-mails go to Mailpit, crawl files to the S3 server.
 
-Writes <dir>/env with TRAWLER_API_URL, KUBECONFIG, the Mongo and Redis URLs
-and MAILPIT_URL (Mailpit's web UI, where invites and reset e-mails show).
-Ctrl-C stops everything; no process is left behind.
+Writes <dir>/env with TRAWLER_API_URL, KUBECONFIG, the Mongo and Redis URLs,
+MAILPIT_URL (Mailpit's web UI, where invites and reset e-mails show) and the
+S3 server's endpoint, bucket and keys. Ctrl-C stops everything; no process
+is left behind.
 
 Defaults differ from serve: ` + fmt.Sprint(devDefaults),
 		Args: cobra.NoArgs,
