@@ -217,7 +217,15 @@ func (c *Cluster) Processes() []*Process {
 	return ps
 }
 
-func httpOK(url string, hc *http.Client) func(context.Context) error {
+// httpOK is a readiness check: GET url answers 200.
+func httpOK(url string, hc *http.Client) func(context.Context) error { return httpGet(url, hc, true) }
+
+// httpAnswers is a readiness check: GET url gets any answer at all.
+func httpAnswers(url string, hc *http.Client) func(context.Context) error {
+	return httpGet(url, hc, false)
+}
+
+func httpGet(url string, hc *http.Client, wantOK bool) func(context.Context) error {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
@@ -231,7 +239,7 @@ func httpOK(url string, hc *http.Client) func(context.Context) error {
 			return err
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
+		if wantOK && resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("GET %s: %s", url, resp.Status)
 		}
 		return nil

@@ -65,19 +65,9 @@ func (s *S3) Restart(ctx context.Context) error {
 	if err := s.Process.Start(); err != nil {
 		return err
 	}
-	client := &http.Client{Timeout: time.Second}
-	return WaitFor(ctx, 30*time.Second, 20*time.Millisecond, s.Process, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL(), nil)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		return nil // any answer, even "access denied", means it serves
-	})
+	// Any answer, even "access denied", means it serves.
+	return WaitFor(ctx, 30*time.Second, 20*time.Millisecond, s.Process,
+		httpAnswers(s.URL(), &http.Client{Timeout: time.Second}))
 }
 
 // URL is the server's loopback URL, http://127.0.0.1:<port>/.

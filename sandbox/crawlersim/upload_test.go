@@ -17,18 +17,7 @@ func TestUploadsARealWACZ(t *testing.T) {
 	t.Parallel()
 	c := newCrawl(t, seedConfig("https://example.com/?sim-pages=12&sim-bytes=3000"), "--workers 2")
 	in := c.instance(0)
-	if code := in.run(0, nil); code != 0 {
-		t.Fatalf("exit %d; log:\n%s", code, in.out.String())
-	}
-	msgs := c.messages()
-	if len(msgs) != 1 {
-		t.Fatalf("%d messages, want 1", len(msgs))
-	}
-	checkMessage(t, msgs[0], in, true)
-	w, err := wacztest.Inspect(uploaded(t, msgs[0].Filename))
-	if err != nil {
-		t.Fatalf("uploaded WACZ: %v", err)
-	}
+	w := finishAndInspect(t, c, in, 0)
 	pages := in.pages()
 	if len(pages) != 12 {
 		t.Fatalf("%d pages, want 12", len(pages))
@@ -46,6 +35,26 @@ func TestUploadsARealWACZ(t *testing.T) {
 	if !logged {
 		t.Errorf("the WACZ's logs lack the session's lines: %v", w.LogLines)
 	}
+}
+
+// finishAndInspect runs the instance (after restarts container
+// restarts), which must finish with one crawls-done message, checks the
+// message and returns the uploaded WACZ.
+func finishAndInspect(t *testing.T, c *crawl, in *instance, restarts int) *wacztest.WACZ {
+	t.Helper()
+	if code := in.run(restarts, nil); code != 0 {
+		t.Fatalf("exit %d; log:\n%s", code, in.out.String())
+	}
+	msgs := c.messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages, want 1", len(msgs))
+	}
+	checkMessage(t, msgs[0], in, true)
+	w, err := wacztest.Inspect(uploaded(t, msgs[0].Filename))
+	if err != nil {
+		t.Fatalf("uploaded WACZ: %v", err)
+	}
+	return w
 }
 
 func sameSet(a, b []string) bool {
@@ -84,19 +93,8 @@ func TestFailedUpload(t *testing.T) {
 			if n := len(c.messages()); n != 0 {
 				t.Fatalf("%d crawls-done messages after failed uploads", n)
 			}
-			if code := in.run(3, nil); code != 0 {
-				t.Fatalf("run with working storage: exit %d; log:\n%s", code, in.out.String())
-			}
-			msgs := c.messages()
-			if len(msgs) != 1 {
-				t.Fatalf("%d messages, want 1", len(msgs))
-			}
-			checkMessage(t, msgs[0], in, true)
-			w, err := wacztest.Inspect(uploaded(t, msgs[0].Filename))
-			if err != nil {
-				t.Fatalf("uploaded WACZ: %v", err)
-			}
-			if len(w.Pages) != 6 {
+			// With working storage, the next run uploads.
+			if w := finishAndInspect(t, c, in, 3); len(w.Pages) != 6 {
 				t.Errorf("uploaded WACZ has %d pages, want all 6 of the failed runs", len(w.Pages))
 			}
 		})
