@@ -84,7 +84,7 @@ func runDev(ctx context.Context, v *viper.Viper, dir string, nodes int, out io.W
 		return fmt.Errorf("resolving %s: %w", dir, err)
 	}
 	fmt.Fprintf(out, "starting the sandbox in %s ...\n", filepath.Join(dir, "sandbox"))
-	stack, err := startDev(ctx, v, dir, sandbox.Options{Nodes: kubelet.Nodes{Count: nodes}}, logger)
+	stack, err := startDevStack(ctx, v, dir, sandbox.Options{Nodes: kubelet.Nodes{Count: nodes}}, logger)
 	if err != nil {
 		return err
 	}
@@ -110,13 +110,13 @@ type devStack struct {
 	served <-chan error
 }
 
-// startDev starts a fresh sandbox in dir/sandbox (with an S3 server whose
+// startDevStack starts a fresh sandbox in dir/sandbox (with an S3 server whose
 // bucket is the default storage unless the configuration names storages),
 // runs serve against it and returns once the API listens. opts may set
 // the nodes, the restart backoff and the crawler program (default: the
 // crawler simulator under the configured image). The caller stops
 // stack.env after served reported; on error everything is stopped already.
-func startDev(ctx context.Context, v *viper.Viper, dir string, opts sandbox.Options, logger *slog.Logger) (*devStack, error) {
+func startDevStack(ctx context.Context, v *viper.Viper, dir string, opts sandbox.Options, logger *slog.Logger) (*devStack, error) {
 	sandboxDir := filepath.Join(dir, "sandbox")
 	// A fresh cluster every time: state from a previous run would refer to
 	// pods whose programs no longer run.

@@ -76,7 +76,7 @@ func devStackForTest(t *testing.T) *devStack {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		e2e.cancel = cancel
-		e2e.stack, e2e.err = startDev(ctx, cfg, e2e.dir, sandbox.Options{
+		e2e.stack, e2e.err = startDevStack(ctx, cfg, e2e.dir, sandbox.Options{
 			Nodes:          kubelet.Nodes{Count: 2},
 			RestartBackoff: kubelet.Backoff{Initial: 200 * time.Millisecond, Max: time.Second},
 			Programs: map[string]kubelet.Program{cfg.GetString("crawler.image"): crawlersim.Program(func(o *crawlersim.Options) {

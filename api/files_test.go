@@ -76,11 +76,14 @@ type storageEnv struct {
 	secrets *fakeSecrets
 }
 
-func newStorageEnv(t testing.TB, srv *sandbox.S3, presign time.Duration) *storageEnv {
+func newStorageEnv(t testing.TB, srv *sandbox.S3, presign time.Duration, mutate ...func(*storage.Config)) *storageEnv {
 	t.Helper()
 	e := newEnv(t)
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	cfg := storage.Config{Name: "default", AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, BucketName: name, EndpointURL: srv.URL()}
+	for _, m := range mutate {
+		m(&cfg)
+	}
 	reg, err := storage.NewRegistry([]storage.Config{cfg}, "default", storage.Options{})
 	if err != nil {
 		t.Fatal(err)
