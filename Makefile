@@ -82,13 +82,13 @@ kind-up:
 		--set mongo_local=false --set s3_local=false \
 		--set "storages[0].name=default" --set "storages[0].access_key=ADMIN" --set "storages[0].secret_key=PASSW0RD" \
 		--set "storages[0].bucket_name=btrix-data" --set "storages[0].endpoint_url=http://$$node_ip:7070/" \
-		--set "storages[0].access_endpoint_url=http://127.0.0.1:7070/btrix-data/"
-	docker compose -f deploy/compose.yaml up --detach --build --wait
+		--set "storages[0].access_endpoint_url=http://127.0.0.1:7070/btrix-data/" && \
+	KIND_NODE_IP=$$node_ip docker compose -f deploy/compose.yaml up --detach --build --wait
 	@echo "trawler: http://127.0.0.1:8000 (admin@example.com / PASSW0RD!); make kind-down removes it all"
 
 ## kind-down: remove the compose services, their volumes and the kind cluster
 kind-down:
-	-docker compose -f deploy/compose.yaml down --volumes
+	-KIND_NODE_IP=none docker compose -f deploy/compose.yaml down --volumes
 	kind delete cluster --name $(KIND_CLUSTER)
 	rm -rf .kind
 

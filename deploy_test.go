@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/url"
 	"os"
@@ -21,10 +22,14 @@ import (
 // loader must accept the file, and the services must fit together (ports,
 // addresses, volumes, configuration keys) and with the kind cluster.
 
+// testNodeIP stands for the kind node's address on the docker network.
+const testNodeIP = "172.18.0.2"
+
 func loadCompose(t *testing.T) *types.Project {
 	t.Helper()
+	// make kind-up gives the control-plane node's address.
 	opts, err := cli.NewProjectOptions([]string{filepath.Join("deploy", "compose.yaml")},
-		cli.WithoutEnvironmentResolution, cli.WithResolvedPaths(true))
+		cli.WithEnv([]string{"KIND_NODE_IP=" + testNodeIP}), cli.WithResolvedPaths(true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,6 +139,29 @@ func TestComposeOnKind(t *testing.T) {
 	s3 := project.Services["s3"]
 	if _, port, err := net.SplitHostPort(valueOf(s3.Environment["VGW_PORT"])); err != nil || !published[port] {
 		t.Errorf("s3 VGW_PORT %q: not a port the node publishes (%v)", valueOf(s3.Environment["VGW_PORT"]), err)
+	}
+
+	// The storage: crawlers upload to the S3 server at the node's address,
+	// browsers download at the port the node publishes.
+	var storages []struct {
+		Name              string `json:"name"`
+		EndpointURL       string `json:"endpoint_url"`
+		AccessEndpointURL string `json:"access_endpoint_url"`
+		BucketName        string `json:"bucket_name"`
+	}
+	if err := json.Unmarshal([]byte(env["TRAWLER_STORAGES"]), &storages); err != nil || len(storages) != 1 {
+		t.Fatalf("TRAWLER_STORAGES %q: %v", env["TRAWLER_STORAGES"], err)
+	}
+	_, s3Port, _ := net.SplitHostPort(valueOf(s3.Environment["VGW_PORT"]))
+	st := storages[0]
+	if u, err := url.Parse(st.EndpointURL); err != nil || u.Hostname() != testNodeIP || u.Port() != s3Port {
+		t.Errorf("storage endpoint %q is not the S3 server on the node's address", st.EndpointURL)
+	}
+	if u, err := url.Parse(st.AccessEndpointURL); err != nil || u.Port() != s3Port || u.Path != "/"+st.BucketName+"/" {
+		t.Errorf("storage access endpoint %q is not the bucket on the published S3 port", st.AccessEndpointURL)
+	}
+	if st.BucketName != valueOf(s3.Environment["BUCKET_NAME"]) {
+		t.Errorf("storage bucket %q is not the one the S3 service creates (%q)", st.BucketName, valueOf(s3.Environment["BUCKET_NAME"]))
 	}
 
 	// Mounts: the kubeconfig and resolver trawler needs, and named

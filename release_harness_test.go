@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -343,11 +345,49 @@ func (c *apiClient) waitCrawl(oid, id string, timeout time.Duration) crawlOut {
 	return got
 }
 
-// checkFiles: the crawl has one WACZ per crawler instance.
+// checkFiles: the crawl has one WACZ per crawler instance, each in the
+// bundled S3 server's bucket (a file on its volume) and downloadable
+// through its presigned link with the recorded size and hash.
 func (r *releaseEnv) checkFiles(t *testing.T, api *apiClient, oid, crawl string, instances int) {
 	t.Helper()
 	got := api.crawl(oid, crawl)
 	if len(got.Resources) != instances {
 		t.Fatalf("crawl %s has %d files, want %d: %+v", crawl, len(got.Resources), instances, got.Resources)
 	}
+	bucket := r.bucketDir(t)
+	for _, res := range got.Resources {
+		u, err := url.Parse(res.Path)
+		if err != nil || u.Query().Get("X-Amz-Signature") == "" {
+			t.Errorf("file %s: %q is no presigned link", res.Name, res.Path)
+			continue
+		}
+		key := strings.TrimPrefix(strings.TrimPrefix(u.Path, "/"), "btrix-data/")
+		if info, err := os.Stat(filepath.Join(bucket, filepath.FromSlash(key))); err != nil || info.Size() != res.Size {
+			t.Errorf("file %s is not in the bundled store's bucket as %s with %d bytes: %v", res.Name, key, res.Size, err)
+		}
+		resp, err := api.http.Get(res.Path)
+		if err != nil {
+			t.Errorf("downloading %s: %v", res.Name, err)
+			continue
+		}
+		sum := sha256.New()
+		n, err := io.Copy(sum, resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || n != res.Size || hex.EncodeToString(sum.Sum(nil)) != res.Hash {
+			t.Errorf("downloading %s: %s, %d bytes (want %d), err %v, hash match %t", res.Name, resp.Status, n, res.Size,
+				err, hex.EncodeToString(sum.Sum(nil)) == res.Hash)
+		}
+	}
+}
+
+// bucketDir is the folder of the bundled S3 server's bucket: versitygw's
+// posix backend keeps each bucket as a folder of its volume.
+func (r *releaseEnv) bucketDir(t *testing.T) string {
+	t.Helper()
+	pvc, err := r.env.Client.CoreV1().PersistentVolumeClaims(releaseNamespace).Get(context.Background(),
+		releaseName+"-s3-data", metav1.GetOptions{})
+	if err != nil || pvc.Spec.VolumeName == "" {
+		t.Fatalf("the bundled S3 server's volume: %v", err)
+	}
+	return filepath.Join(r.env.Kubelet.VolumeDir(pvc.Spec.VolumeName), "btrix-data")
 }

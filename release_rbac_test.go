@@ -34,6 +34,11 @@ var unusedGrants = map[string]string{
 	"list pods.metrics.k8s.io":                  "only where the cluster serves metrics.k8s.io; the sandbox does not",
 	"update crawljobs.trawler.dev/finalizers":   "checked only by OwnerReferencesPermissionEnforcement admission",
 	"update profilejobs.trawler.dev/finalizers": "checked only by OwnerReferencesPermissionEnforcement admission",
+	// An org's own storage (PATCH /orgs/{oid}/storage) is not part of a crawl.
+	"create secrets": "an org's own storage Secret",
+	"get secrets":    "an org's own storage Secret, when it exists already",
+	"update secrets": "an org's own storage Secret, when it exists already",
+	"delete secrets": "an org's own storage Secret, when the org goes back to a configured one",
 	// Browser profiles are ProfileJobs, which a crawl does not use.
 	"get profilejobs.trawler.dev":           "browser profiles",
 	"create profilejobs.trawler.dev":        "browser profiles",

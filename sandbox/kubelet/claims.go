@@ -58,7 +58,7 @@ func (k *Kubelet) syncClaim(ctx context.Context, key string) error {
 // bind creates the PVC's PV and binds both; each step is skipped when done.
 func (k *Kubelet) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
 	name := volumeName(pvc)
-	if err := os.MkdirAll(k.volumeDir(name), 0o755); err != nil {
+	if err := os.MkdirAll(k.VolumeDir(name), 0o755); err != nil {
 		return fmt.Errorf("creating volume folder: %w", err)
 	}
 	pvs := k.client.CoreV1().PersistentVolumes()
@@ -125,7 +125,7 @@ func (k *Kubelet) newVolume(pvc *corev1.PersistentVolumeClaim) *corev1.Persisten
 			Capacity:    corev1.ResourceList{corev1.ResourceStorage: size},
 			AccessModes: modes,
 			PersistentVolumeSource: corev1.PersistentVolumeSource{
-				HostPath: &corev1.HostPathVolumeSource{Path: k.volumeDir(volumeName(pvc)), Type: &dirType},
+				HostPath: &corev1.HostPathVolumeSource{Path: k.VolumeDir(volumeName(pvc)), Type: &dirType},
 			},
 			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
 				Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID},
@@ -160,7 +160,7 @@ func (k *Kubelet) releaseVolumes(ctx context.Context, namespace, name string, ke
 			}
 		}
 		// The folder goes first: whoever sees the PV gone may rely on it.
-		if err := os.RemoveAll(k.volumeDir(pv.Name)); err != nil {
+		if err := os.RemoveAll(k.VolumeDir(pv.Name)); err != nil {
 			return fmt.Errorf("deleting volume folder: %w", err)
 		}
 		if err := pvs.Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

@@ -463,4 +463,6 @@ func enqueueKey(q workqueue.TypedRateLimitingInterface[string], obj any) {
 
 func (k *Kubelet) podDir(uid types.UID) string { return filepath.Join(k.opts.Dir, "pods", string(uid)) }
 
-func (k *Kubelet) volumeDir(pv string) string { return filepath.Join(k.opts.Dir, "volumes", pv) }
+// VolumeDir is the local folder behind a PersistentVolume the kubelet
+// provisioned, where tests can look at what a pod stored.
+func (k *Kubelet) VolumeDir(pv string) string { return filepath.Join(k.opts.Dir, "volumes", pv) }

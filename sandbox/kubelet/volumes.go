@@ -57,7 +57,7 @@ func (k *Kubelet) claimDir(namespace, name string) (string, error) {
 	if pvc.Spec.VolumeName == "" {
 		return "", fmt.Errorf("persistentvolumeclaim %s is not bound", name)
 	}
-	dir := k.volumeDir(pvc.Spec.VolumeName)
+	dir := k.VolumeDir(pvc.Spec.VolumeName)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("creating volume folder: %w", err)
 	}
