@@ -67,7 +67,7 @@ func (s *Server) listCrawlConfigs(c echo.Context) error {
 		CreatedBy: q.uuid("userid"), ModifiedBy: q.uuid("modifiedBy"),
 		FirstSeed: q.optStr("firstSeed"), Name: q.optStr("name"), Description: q.optStr("description"),
 		Tags: c.QueryParams()["tag"], Schedule: q.bool("schedule"),
-		SortBy: q.str("sortBy"), SortDirection: q.sortDirection(),
+		SortBy: q.str("sortBy"), SortDirection: q.sortDirection(-1),
 		Paging: p.paging(),
 	}
 	if err := q.err(); err != nil {

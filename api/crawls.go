@@ -102,14 +102,18 @@ func (s *Server) crawlsOut(ctx context.Context, crawls []store.Crawl) ([]crawlOu
 	return out, nil
 }
 
-// crawlWithResources converts one crawl of org for replay.json, with
-// download links for its files.
+// crawlWithResources converts one crawl (or upload) of org for
+// replay.json: its files with download links and its collections.
 func (s *Server) crawlWithResources(ctx context.Context, org *store.Org, crawl *store.Crawl) (crawlOutWithResources, error) {
 	refs, err := s.crawlRefsOf(ctx, []store.Crawl{*crawl})
 	if err != nil {
 		return crawlOutWithResources{}, err
 	}
-	return toCrawlOutWithResources(crawl, refs, s.resources(ctx, org, crawl)), nil
+	colls, err := s.store.CollectionRefs(ctx, crawl.OID, crawl.CollectionIDs)
+	if err != nil {
+		return crawlOutWithResources{}, err
+	}
+	return toCrawlOutWithResources(crawl, refs, s.resources(ctx, org, crawl), colls), nil
 }
 
 // crawlFilter reads the list filters shared by the crawl lists.
@@ -118,7 +122,7 @@ func crawlFilter(q *query, p page) store.CrawlFilter {
 		UserID: q.uuid("userid"), CID: q.uuid("cid"), FirstSeed: q.optStr("firstSeed"),
 		Name: q.optStr("name"), Description: q.optStr("description"),
 		CollectionID: q.uuid("collectionId"), SortBy: q.str("sortBy"),
-		SortDirection: q.sortDirection(), Paging: p.paging(),
+		SortDirection: q.sortDirection(-1), Paging: p.paging(),
 	}
 	// Unknown states are dropped, as upstream does.
 	for _, st := range strings.Split(q.str("state"), ",") {
@@ -250,7 +254,17 @@ func (s *Server) updateCrawlOf(c echo.Context, anyType bool) error {
 	if err := in.validate(); err != nil {
 		return err
 	}
-	if err := s.store.UpdateCrawl(c.Request().Context(), crawl.OID, crawl.ID, toStoreCrawlUpdate(&in)); err != nil {
+	ctx := c.Request().Context()
+	if in.CollectionIDs.given() {
+		if err := s.setItemCollections(ctx, crawl, parseUUIDs(in.CollectionIDs.Value)); err != nil {
+			return err
+		}
+	}
+	upd, ok := toStoreCrawlUpdate(&in)
+	if !ok && in.CollectionIDs.Set {
+		return c.JSON(http.StatusOK, updatedOut{Updated: true})
+	}
+	if err := s.store.UpdateCrawl(ctx, crawl.OID, crawl.ID, upd); err != nil {
 		return notFoundAs(err, detailCrawlNotFound)
 	}
 	return c.JSON(http.StatusOK, updatedOut{Updated: true})

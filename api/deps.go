@@ -83,6 +83,22 @@ type Store interface {
 	OrgStore
 	CrawlConfigStore
 	CrawlStore
+	CollectionStore
+}
+
+// CollectionStore reads and writes collections and their membership.
+type CollectionStore interface {
+	CreateCollection(ctx context.Context, c *store.Collection, itemIDs ...string) error
+	GetCollection(ctx context.Context, oid, id uuid.UUID) (*store.Collection, error)
+	ListCollections(ctx context.Context, oid uuid.UUID, f store.CollectionFilter) ([]store.Collection, int64, error)
+	ListAllCollections(ctx context.Context, oid uuid.UUID) ([]store.Collection, error)
+	CollectionNames(ctx context.Context, oid uuid.UUID) ([]string, error)
+	CollectionRefs(ctx context.Context, oid uuid.UUID, ids []uuid.UUID) ([]store.Collection, error)
+	CollectionItems(ctx context.Context, oid, id uuid.UUID) ([]store.Crawl, error)
+	UpdateCollection(ctx context.Context, oid, id uuid.UUID, upd store.CollectionUpdate) error
+	DeleteCollection(ctx context.Context, oid, id uuid.UUID) error
+	AddToCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) error
+	RemoveFromCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) error
 }
 
 // CrawlLauncher starts and controls crawls on Kubernetes by creating and

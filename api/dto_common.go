@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -150,6 +151,18 @@ func (v *validator) between(n, lo, hi int64, loc ...any) {
 	}
 }
 
+// minLength checks that s has at least n characters.
+func (v *validator) minLength(s string, n int, loc ...any) {
+	if utf8.RuneCountInString(s) < n {
+		v.add(fmt.Sprintf("ensure this value has at least %d characters", n), "value_error.any_str.min_length", loc...)
+	}
+}
+
+// notNull reports an explicit null where a value is required.
+func (v *validator) notNull(loc ...any) {
+	v.add("none is not an allowed value", "type_error.none.not_allowed", loc...)
+}
+
 // oneOf checks that s is one of the allowed enumeration values.
 func (v *validator) oneOf(s string, allowed []string, loc ...any) {
 	for _, a := range allowed {
@@ -271,9 +284,9 @@ func (q *query) page() page {
 	return p
 }
 
-// sortDirection is 1 or -1 (default -1); anything else is upstream's 400.
-func (q *query) sortDirection() int {
-	d := q.int("sortDirection", -1)
+// sortDirection is 1 or -1 (default def); anything else is upstream's 400.
+func (q *query) sortDirection(def int) int {
+	d := q.int("sortDirection", def)
 	if d != 1 && d != -1 {
 		q.fail = badRequest("invalid_sort_direction")
 	}

@@ -135,10 +135,10 @@ func (in *crawlConfigUpdateIn) validate(maxScale int) error {
 	}
 	validateWorkflowSettings(&v, in.Schedule.ptr(), nil, in.Scale.ptr(), in.CrawlTimeout.ptr(), in.MaxCrawlSize.ptr(), maxScale)
 	if in.Scale.Set && in.Scale.Null {
-		v.add("none is not an allowed value", "type_error.none.not_allowed", "body", "scale")
+		v.notNull("body", "scale")
 	}
 	if in.Config.Set && in.Config.Null {
-		v.add("none is not an allowed value", "type_error.none.not_allowed", "body", "config")
+		v.notNull("body", "config")
 	}
 	validateUUIDs(&v, in.AutoAddCollections.Value, "body", "autoAddCollections")
 	return v.err()

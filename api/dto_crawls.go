@@ -98,11 +98,15 @@ type crawlOutWithResources struct {
 	Collections []collectionRefOut `json:"collections"`
 }
 
-// toCrawlOutWithResources adds the files with their download links.
-// Unlike the list item, its firstSeed is the workflow's current first
-// seed.
-func toCrawlOutWithResources(c *store.Crawl, refs crawlRefs, resources []resourceOut) crawlOutWithResources {
-	out := crawlOutWithResources{crawlOut: toCrawlOut(c, refs), Resources: resources, Collections: []collectionRefOut{}}
+// toCrawlOutWithResources adds the files with their download links and
+// the collections the crawl is in. Unlike the list item, its firstSeed is
+// the workflow's current first seed.
+func toCrawlOutWithResources(c *store.Crawl, refs crawlRefs, resources []resourceOut, colls []store.Collection) crawlOutWithResources {
+	out := crawlOutWithResources{crawlOut: toCrawlOut(c, refs), Resources: nonNil(resources),
+		Collections: make([]collectionRefOut, len(colls))}
+	for i, coll := range colls {
+		out.Collections[i] = collectionRefOut{ID: coll.ID, Name: coll.Name}
+	}
 	if seeds := refs.seeds[c.CID]; len(seeds) > 0 {
 		out.FirstSeed = &seeds[0].URL
 	}
@@ -146,8 +150,10 @@ func (in *crawlUpdateIn) validate() error {
 	return v.err()
 }
 
-func toStoreCrawlUpdate(in *crawlUpdateIn) store.CrawlUpdate {
-	var u store.CrawlUpdate
+// toStoreCrawlUpdate converts the metadata of a validated PATCH (not the
+// collections, which change through membership); ok is false when there
+// is no field to set.
+func toStoreCrawlUpdate(in *crawlUpdateIn) (u store.CrawlUpdate, ok bool) {
 	if in.Name.Set {
 		u.Name = store.Some(in.Name.ptr())
 	}
@@ -157,10 +163,7 @@ func toStoreCrawlUpdate(in *crawlUpdateIn) store.CrawlUpdate {
 	if in.Tags.Set {
 		u.Tags = store.Some(nonNil(in.Tags.Value))
 	}
-	if in.CollectionIDs.Set {
-		u.CollectionIDs = store.Some(parseUUIDs(in.CollectionIDs.Value))
-	}
-	return u
+	return u, in.Name.Set || in.Description.Set || in.Tags.Set
 }
 
 // deleteCrawlsIn is POST /crawls/delete.

@@ -48,6 +48,15 @@ func notFoundAs(err error, detail string) error {
 	return err
 }
 
+// conflictAsBadRequest turns a store conflict (a name taken) into the
+// 400 upstream answers, keeping its detail.
+func conflictAsBadRequest(err error) error {
+	if errors.Is(err, store.ErrConflict) {
+		return &apiError{status: http.StatusBadRequest, detail: detailOr(err, "conflict"), cause: err}
+	}
+	return err
+}
+
 // Upstream detail strings shared by several routes.
 const (
 	detailNotAllowed        = "Not Allowed"

@@ -122,6 +122,8 @@ const (
 	asCrawler  = "crawler"
 	asViewer   = "viewer"
 	asOutsider = "non-member"
+	// asAnonymous sends no token.
+	asAnonymous = "anonymous"
 )
 
 // testConfig is the config every test starts from: the defaults of the
@@ -229,6 +231,24 @@ func (e *env) do(as, method, path string, body any) resp {
 
 // request is do without the test helper calls, for fuzz targets.
 func (e *env) request(as, method, path string, body any) (resp, error) {
+	rec, err := e.record(as, method, path, body)
+	if err != nil {
+		return resp{}, err
+	}
+	return resp{Code: rec.Code, Body: rec.Body.Bytes()}, nil
+}
+
+// doRaw is do with the whole response, headers included.
+func (e *env) doRaw(as, method, path string, body any) *httptest.ResponseRecorder {
+	e.t.Helper()
+	rec, err := e.record(as, method, path, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rec
+}
+
+func (e *env) record(as, method, path string, body any) (*httptest.ResponseRecorder, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -239,7 +259,7 @@ func (e *env) request(as, method, path string, body any) (resp, error) {
 	default:
 		raw, err := json.Marshal(b)
 		if err != nil {
-			return resp{}, err
+			return nil, err
 		}
 		rd = bytes.NewReader(raw)
 	}
@@ -250,7 +270,7 @@ func (e *env) request(as, method, path string, body any) (resp, error) {
 	}
 	rec := httptest.NewRecorder()
 	e.srv.Handler().ServeHTTP(rec, req)
-	return resp{Code: rec.Code, Body: rec.Body.Bytes()}, nil
+	return rec, nil
 }
 
 // mustJSON sends a request, checks the status and decodes an object.

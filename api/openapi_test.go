@@ -35,7 +35,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	registered := map[string]bool{}
 	for _, rt := range e.srv.echo.Routes() {
 		switch rt.Method {
-		case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
 			registered[rt.Method+" "+openAPIPath(rt.Path)] = true
 		}
 	}

@@ -13,6 +13,9 @@ import (
 // denial is what role gets from a route of access a, or status 0 when the
 // role passes the checks.
 func denial(a access, role string, oid string) (int, string) {
+	if role == asAnonymous {
+		return 401, "Unauthorized"
+	}
 	if role == asOutsider && a >= accessOrgViewer {
 		return 404, "Organization '" + oid + "' not found"
 	}
@@ -35,6 +38,12 @@ func denial(a access, role string, oid string) (int, string) {
 // allowed caller gets past validation.
 func roleMatrixBody(r route, role string) any {
 	switch {
+	case strings.HasSuffix(r.path, "/collections") && r.method == http.MethodPost:
+		return map[string]any{"name": "matrix " + role}
+	case strings.HasSuffix(r.path, "/collections/:coll_id") && r.method == http.MethodPatch:
+		return map[string]any{"description": "by " + role}
+	case strings.Contains(r.path, "/collections/:coll_id/"):
+		return map[string]any{"crawlIds": []string{}}
 	case r.method == http.MethodPost && strings.HasSuffix(r.path, "/crawlconfigs"):
 		return workflowBody("matrix "+role, false)
 	case strings.HasSuffix(r.path, "/crawlconfigs/:cid") && r.method == http.MethodPatch:
@@ -70,20 +79,21 @@ func roleMatrixBody(r route, role string) any {
 }
 
 // TestRoleMatrix calls every authenticated route as each role and checks
-// the 401/403/404 decisions: viewer, crawler, owner, superuser and a
-// member of another org.
+// the 401/403/404 decisions: viewer, crawler, owner, superuser, an owner
+// of another org and no token at all.
 func TestRoleMatrix(t *testing.T) {
-	for _, role := range []string{asViewer, asCrawler, asOwner, asAdmin, asOutsider} {
+	for _, role := range []string{asViewer, asCrawler, asOwner, asAdmin, asOutsider, asAnonymous} {
 		t.Run(role, func(t *testing.T) {
 			e := newEnv(t)
 			cid, crawlID := e.startCrawl(asAdmin, "matrix")
+			collID := e.mustJSON(asAdmin, "POST", e.orgPath("/collections"), map[string]any{"name": "matrix"}, 200)["id"].(string)
 			oid := e.org.String()
 			for _, r := range e.srv.routes() {
 				if r.access == accessPublic {
 					continue
 				}
 				path := strings.NewReplacer(":oid", oid, ":cid", cid, ":crawl_id", crawlID, ":token", uuid.NewString(),
-					":notificationid", uuid.NewString(), ":id", uuid.NewString()).Replace(r.path)
+					":notificationid", uuid.NewString(), ":id", uuid.NewString(), ":coll_id", collID).Replace(r.path)
 				switch {
 				case strings.HasSuffix(path, "/exclusions"):
 					path += "?regex=skip-me"

@@ -45,6 +45,8 @@ func (s *Server) routes() []route {
 		cfg                   = org + "/crawlconfigs"
 		crawl                 = org + "/crawls"
 		all                   = org + "/all-crawls"
+		coll                  = org + "/collections"
+		options               = http.MethodOptions
 	)
 	pageQ := []string{"page", "pageSize"}
 	crawlListQ := append([]string{"userid", "cid", "state", "firstSeed", "name", "description",
@@ -132,6 +134,20 @@ func (s *Server) routes() []route {
 		{get, all + "/:crawl_id", accessOrgCrawler, s.getAllCrawl, "One crawl or upload with files", "all-crawls", nil, crawlOutWithResources{}, nil},
 		{patch, all + "/:crawl_id", accessOrgCrawler, s.updateAnyCrawl, "Update a crawl's or upload's metadata", "all-crawls", crawlUpdateIn{}, updatedOut{}, nil},
 		{get, all + "/:crawl_id/replay.json", accessOrgViewer, s.crawlReplayAny, "A crawl or upload with its files", "all-crawls", nil, crawlOutWithResources{}, nil},
+
+		{post, coll, accessOrgCrawler, s.createCollection, "Create a collection (with crawls)", "collections", collectionIn{}, collectionAddedOut{}, nil},
+		{get, coll, accessOrgViewer, s.listCollections, "List collections", "collections", nil, pageOut[collectionOut]{},
+			append([]string{"name", "namePrefix", "sortBy", "sortDirection"}, pageQ...)},
+		{get, coll + "/$all", accessOrgViewer, s.allCollections, "Every collection's files, by collection name", "collections", nil, map[string][]resourceOut{}, nil},
+		{get, coll + "/search-values", accessOrgViewer, s.collectionSearchValues, "Collection names", "collections", nil, collectionSearchOut{}, nil},
+		{get, coll + "/:coll_id", accessOrgViewer, s.getCollection, "One collection", "collections", nil, collectionOut{}, nil},
+		{patch, coll + "/:coll_id", accessOrgCrawler, s.updateCollection, "Rename, describe or publish a collection", "collections", collectionUpdateIn{}, updatedOut{}, nil},
+		{del, coll + "/:coll_id", accessOrgCrawler, s.deleteCollection, "Delete a collection (its items stay)", "collections", nil, successOut{}, nil},
+		{post, coll + "/:coll_id/add", accessOrgCrawler, s.addToCollection, "Add crawls or uploads", "collections", collectionCrawlsIn{}, collectionOut{}, nil},
+		{post, coll + "/:coll_id/remove", accessOrgCrawler, s.removeFromCollection, "Remove crawls or uploads", "collections", collectionCrawlsIn{}, collectionOut{}, nil},
+		{get, coll + "/:coll_id/replay.json", accessOrgViewer, s.collectionReplay, "A collection with its files", "collections", nil, collectionOut{}, nil},
+		{get, coll + "/:coll_id/public/replay.json", accessPublic, s.publicCollectionReplay, "A public collection with its files (no token)", "collections", nil, collectionOut{}, nil},
+		{options, coll + "/:coll_id/public/replay.json", accessPublic, s.publicCollectionReplayPreflight, "CORS preflight of the public replay", "collections", nil, empty{}, nil},
 	}
 }
 

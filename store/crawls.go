@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -37,11 +39,12 @@ type CrawlFilter struct {
 }
 
 // CrawlUpdate lists the user-editable fields of a crawl to change.
+// Collection membership changes through AddToCollection and
+// RemoveFromCollection, which recount the collections.
 type CrawlUpdate struct {
-	Name          Maybe[*string]
-	Description   Maybe[*string]
-	Tags          Maybe[[]string]
-	CollectionIDs Maybe[[]uuid.UUID]
+	Name        Maybe[*string]
+	Description Maybe[*string]
+	Tags        Maybe[[]string]
 }
 
 // DeleteResult reports what DeleteCrawls removed.
@@ -189,7 +192,8 @@ func (m *Mongo) ActiveCrawls(ctx context.Context, oid, cid uuid.UUID) ([]Crawl, 
 	return findAll[Crawl](ctx, m.coll(collCrawls), filter, opts, "active crawls")
 }
 
-// UpdateCrawl changes the user-editable fields set in upd.
+// UpdateCrawl changes the user-editable fields set in upd (of a crawl or
+// an upload). New tags are recounted in the item's collections.
 //
 // Errors: Invalid("no_update_data") if upd sets nothing;
 // NotFound("crawl_not_found").
@@ -198,11 +202,20 @@ func (m *Mongo) UpdateCrawl(ctx context.Context, oid uuid.UUID, id string, upd C
 	setIf(set, "name", upd.Name)
 	setIf(set, "description", upd.Description)
 	setIf(set, "tags", upd.Tags)
-	setIf(set, "collectionIds", upd.CollectionIDs)
 	if len(set) == 0 {
 		return Invalid("no_update_data")
 	}
-	return m.setCrawl(ctx, oid, id, set)
+	if err := m.setCrawl(ctx, oid, id, set); err != nil {
+		return err
+	}
+	if !upd.Tags.Set {
+		return nil
+	}
+	c, err := m.GetCrawl(ctx, oid, id)
+	if err != nil {
+		return err
+	}
+	return m.recomputeCollections(ctx, c.CollectionIDs)
 }
 
 // SetCrawlStopping records that the user asked the crawl to stop.
@@ -231,15 +244,8 @@ func (m *Mongo) SetCrawlConfig(ctx context.Context, oid uuid.UUID, id string, cf
 // A crawl never changes org, so checking first and writing by _id alone
 // (fast on FerretDB, see condFilter) is as safe as one filter.
 func (m *Mongo) setCrawl(ctx context.Context, oid uuid.UUID, id string, set bson.M) error {
-	var cur struct {
-		OID uuid.UUID `bson:"oid"`
-	}
-	read := options.FindOne().SetProjection(bson.M{"oid": 1})
-	if err := m.coll(collCrawls).FindOne(ctx, bson.M{"_id": id}, read).Decode(&cur); err != nil {
-		return notFoundOr(err, errCrawlNotFound, "finding crawl")
-	}
-	if cur.OID != oid {
-		return errCrawlNotFound
+	if err := m.checkItemOrg(ctx, oid, id); err != nil {
+		return err
 	}
 	res, err := m.coll(collCrawls).UpdateOne(ctx, bson.M{"_id": id}, bson.M{"$set": set})
 	if err != nil {
@@ -302,10 +308,8 @@ func (m *Mongo) DeleteCrawls(ctx context.Context, oid uuid.UUID, ids []string) (
 			return nil, err
 		}
 	}
-	for id := range colls {
-		if err := m.RecomputeCollection(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
-			return nil, err
-		}
+	if err := m.recomputeCollections(ctx, slices.Collect(maps.Keys(colls))); err != nil {
+		return nil, err
 	}
 	if err := m.RecomputeOrgBytesStored(ctx, oid); err != nil {
 		return nil, err

@@ -88,13 +88,19 @@ func TestListCrawls(t *testing.T) {
 	wfA := mustWorkflow(t, m, oid, "A", "https://a.example/")
 	wfB := mustWorkflow(t, m, oid, "B", "https://b.example/")
 	coll := uuid.New()
+	if err := m.CreateCollection(ctx, &store.Collection{ID: coll, OID: oid, Name: "c", Modified: now()}); err != nil {
+		t.Fatal(err)
+	}
 	t0 := now()
 	c1 := mustCrawl(t, m, wfA, "c1", t0)
 	c2 := mustCrawl(t, m, wfB, "c2", t0.Add(time.Minute))
 	mustCrawl(t, m, wfA, "c3", t0.Add(2*time.Minute))
 	finish(t, m, c1.ID, store.StateComplete, t0.Add(10*time.Minute), 300)
 	finish(t, m, c2.ID, store.StateFailed, t0.Add(5*time.Minute), 100)
-	if err := m.UpdateCrawl(ctx, oid, c2.ID, store.CrawlUpdate{CollectionIDs: store.Some([]uuid.UUID{coll}), Description: store.Some(ptr("d"))}); err != nil {
+	if err := m.UpdateCrawl(ctx, oid, c2.ID, store.CrawlUpdate{Description: store.Some(ptr("d"))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AddToCollection(ctx, oid, coll, []string{c2.ID}, now()); err != nil {
 		t.Fatal(err)
 	}
 	// An upload and a crawl without a type (older data) share the collection.

@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // RunPostCrawlTasks does the store's part of finishing crawl crawlID, which
 // must already be in a terminal state:
 //
-//  1. if successful: add its duration to the org's monthly usage, and add
-//     it to its workflow's autoAddCollections (recounting them);
+//  1. if successful: add its duration to the org's monthly usage, add it
+//     to its workflow's autoAddCollections, and recount every collection
+//     it is in (now that it counts there);
 //  2. recompute its workflow's stats;
 //  3. recompute its org's bytesStored;
 //  4. mark the crawl PostCrawlDone.
@@ -42,6 +44,9 @@ func (m *Mongo) RunPostCrawlTasks(ctx context.Context, crawlID string) (*Crawl, 
 		if err := m.autoAddToCollections(ctx, c); err != nil {
 			return nil, err
 		}
+		if err := m.recomputeCollections(ctx, c.CollectionIDs); err != nil {
+			return nil, err
+		}
 	}
 	if err := m.RecomputeWorkflowStats(ctx, c.CID); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, err
@@ -57,9 +62,10 @@ func (m *Mongo) RunPostCrawlTasks(ctx context.Context, crawlID string) (*Crawl, 
 	return c, nil
 }
 
-// autoAddToCollections adds the crawl to its workflow's
-// autoAddCollections. Unlike upstream, which overwrote collectionIds, it
-// adds to the set, so collections the user chose meanwhile stay.
+// autoAddToCollections adds the crawl to those of its workflow's
+// autoAddCollections that still exist, and to c.CollectionIDs. Unlike
+// upstream, which overwrote collectionIds, it adds to the set, so
+// collections the user chose meanwhile stay.
 func (m *Mongo) autoAddToCollections(ctx context.Context, c *Crawl) error {
 	wf, err := m.GetCrawlConfig(ctx, c.OID, c.CID)
 	if errors.Is(err, ErrNotFound) {
@@ -71,14 +77,19 @@ func (m *Mongo) autoAddToCollections(ctx context.Context, c *Crawl) error {
 	if len(wf.AutoAddCollections) == 0 {
 		return nil
 	}
+	existing, err := m.CollectionRefs(ctx, c.OID, wf.AutoAddCollections)
+	if err != nil || len(existing) == 0 {
+		return err
+	}
+	ids := make([]uuid.UUID, len(existing))
+	for i, coll := range existing {
+		ids[i] = coll.ID
+	}
 	if _, err := m.coll(collCrawls).UpdateOne(ctx, bson.M{"_id": c.ID},
-		bson.M{"$addToSet": bson.M{"collectionIds": bson.M{"$each": wf.AutoAddCollections}}}); err != nil {
+		bson.M{"$addToSet": bson.M{"collectionIds": bson.M{"$each": ids}}}); err != nil {
 		return fmt.Errorf("adding crawl to collections: %w", err)
 	}
-	for _, id := range wf.AutoAddCollections {
-		if err := m.RecomputeCollection(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
-			return err
-		}
+	for _, id := range ids {
 		if !slices.Contains(c.CollectionIDs, id) {
 			c.CollectionIDs = append(c.CollectionIDs, id)
 		}
