@@ -185,7 +185,7 @@ func serveOnSandbox(ctx context.Context, v *viper.Viper, env *sandbox.Env, logge
 	listening := make(chan string, 1)
 	served := make(chan error, 1)
 	go func() {
-		served <- serve(ctx, v, serveDeps{redisDialer: env.Dial, logs: env.Kubelet,
+		served <- serve(ctx, v, serveDeps{clusterDialer: env.Dial, logs: env.Kubelet,
 			listening: listening, logger: logger, storageTransport: env.HTTPTransport()})
 	}()
 	select {

@@ -32,9 +32,9 @@ import (
 // serveDeps are the seams `trawler dev` and tests fill in; production
 // leaves them zero.
 type serveDeps struct {
-	// redisDialer reaches per-crawl Redis pods by their cluster DNS names
-	// (the sandbox has no cluster DNS).
-	redisDialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// clusterDialer reaches pods by their cluster DNS names (per-crawl
+	// Redis, profile browsers): the sandbox has no cluster DNS.
+	clusterDialer func(ctx context.Context, network, addr string) (net.Conn, error)
 	// logs reads pod logs where the pods/log API cannot (the sandbox).
 	logs operator.LogReader
 	// listening, when set, receives the API's address once it accepts
@@ -106,13 +106,15 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	}
 	launcher := k8s.NewLauncher(kube, trawler, v.GetString("crawler_namespace"))
 	apiDeps := api.Deps{
-		Store:       st,
-		Launcher:    launcher,
-		Secrets:     launcher,
-		RedisDialer: deps.redisDialer,
-		Ready:       ready.check,
-		Mailer:      email.New(emailConfig(v), logger.With("component", "email")),
-		Webhooks:    notifier,
+		Store:         st,
+		Launcher:      launcher,
+		Secrets:       launcher,
+		Browsers:      launcher,
+		RedisDialer:   deps.clusterDialer,
+		BrowserDialer: deps.clusterDialer,
+		Ready:         ready.check,
+		Mailer:        email.New(emailConfig(v), logger.With("component", "email")),
+		Webhooks:      notifier,
 	}
 	if objects != nil {
 		apiDeps.Storage = objects
@@ -125,7 +127,7 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 		if opCfg, err = operatorConfig(v); err != nil {
 			return err
 		}
-		opCfg.RedisDialer = deps.redisDialer
+		opCfg.RedisDialer = deps.clusterDialer
 		metrics, err := metricsclient.NewForConfig(restCfg)
 		if err != nil {
 			return fmt.Errorf("building metrics client: %w", err)

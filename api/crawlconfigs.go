@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -43,6 +44,14 @@ func (s *Server) workflowsOut(c echo.Context, wfs []store.CrawlConfig) ([]crawlC
 	if err != nil {
 		return nil, err
 	}
+	profileIDs := make([]*uuid.UUID, len(wfs))
+	for i := range wfs {
+		profileIDs[i] = wfs[i].ProfileID
+	}
+	profiles, err := s.profileNames(ctx, profileIDs)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]crawlConfigOut, len(wfs))
 	for i := range wfs {
 		wf := &wfs[i]
@@ -56,6 +65,7 @@ func (s *Server) workflowsOut(c echo.Context, wfs []store.CrawlConfig) ([]crawlC
 			}
 		}
 		out[i] = toCrawlConfigOut(wf, users)
+		out[i].ProfileName = nameOf(profiles, wf.ProfileID)
 	}
 	return out, nil
 }
@@ -104,12 +114,15 @@ func (s *Server) createCrawlConfig(c echo.Context) error {
 	if err := in.validate(s.cfg.MaxCrawlScale); err != nil {
 		return err
 	}
-	if in.ProfileID != nil && *in.ProfileID != "" {
-		return badRequest("invalid_profile_id") // trawler has no browser profiles yet
-	}
 	ctx := c.Request().Context()
 	org, user := currentOrg(c), currentUser(c)
 	wf := toStoreCrawlConfig(&in, org.ID, user.ID, s.now())
+	if in.ProfileID != nil {
+		var err error
+		if wf.ProfileID, err = s.resolveProfile(ctx, org, *in.ProfileID); err != nil {
+			return err
+		}
+	}
 	// Upstream stores the org's page limit in the workflow too.
 	wf.Config = withPageQuota(org, wf.Config)
 	if err := s.store.CreateCrawlConfig(ctx, wf); err != nil {
@@ -144,8 +157,10 @@ func (s *Server) updateCrawlConfig(c echo.Context) error {
 	if err := in.validate(s.cfg.MaxCrawlScale); err != nil {
 		return err
 	}
-	if in.ProfileID.given() && in.ProfileID.Value != "" {
-		return badRequest("invalid_profile_id")
+	if in.ProfileID.given() {
+		if _, err := s.resolveProfile(c.Request().Context(), currentOrg(c), in.ProfileID.Value); err != nil {
+			return err
+		}
 	}
 	ch := diffWorkflow(&in, wf)
 	out := crawlConfigUpdatedOut{Updated: true, SettingsChanged: ch.settingsChanged, MetadataChanged: ch.metadataChanged}
@@ -156,6 +171,25 @@ func (s *Server) updateCrawlConfig(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// resolveProfile reads a workflow's profileid: "" is none, anything else
+// must be a profile of the org (upstream's 400 invalid_profile_id).
+func (s *Server) resolveProfile(ctx context.Context, org *store.Org, raw string) (*uuid.UUID, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		return nil, badRequest("invalid_profile_id")
+	}
+	if _, err := s.store.GetProfile(ctx, org.ID, id); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, badRequest("invalid_profile_id")
+		}
+		return nil, err
+	}
+	return &id, nil
 }
 
 // applyWorkflowChange writes a change (with a revision of the previous

@@ -74,6 +74,8 @@ type crawlRefs struct {
 	// shows those, not the crawl's copy, in seedCount (and, in
 	// replay.json, firstSeed), so both follow edits of the workflow.
 	seeds map[uuid.UUID][]store.Seed
+	// profiles names the crawls' browser profiles (profileName).
+	profiles map[uuid.UUID]string
 }
 
 // crawlRefsOf reads the refs of crawls.
@@ -86,7 +88,15 @@ func (s *Server) crawlRefsOf(ctx context.Context, crawls []store.Crawl) (crawlRe
 	if err != nil {
 		return crawlRefs{}, err
 	}
-	return crawlRefs{users: users, live: s.liveStats(ctx, crawls), seeds: seeds}, nil
+	profileIDs := make([]*uuid.UUID, len(crawls))
+	for i := range crawls {
+		profileIDs[i] = crawls[i].ProfileID
+	}
+	profiles, err := s.profileNames(ctx, profileIDs)
+	if err != nil {
+		return crawlRefs{}, err
+	}
+	return crawlRefs{users: users, live: s.liveStats(ctx, crawls), seeds: seeds, profiles: profiles}, nil
 }
 
 // crawlsOut converts crawls in their list-item form.
@@ -114,6 +124,30 @@ func (s *Server) crawlWithResources(ctx context.Context, org *store.Org, crawl *
 		return crawlOutWithResources{}, err
 	}
 	return toCrawlOutWithResources(crawl, refs, s.resources(ctx, org, crawl), colls), nil
+}
+
+// profileNames resolves the profiles of crawls or workflows (nil ids are
+// those without one).
+func (s *Server) profileNames(ctx context.Context, ids []*uuid.UUID) (map[uuid.UUID]string, error) {
+	var set []uuid.UUID
+	for _, id := range ids {
+		if id != nil && !slices.Contains(set, *id) {
+			set = append(set, *id)
+		}
+	}
+	return s.store.ProfileNames(ctx, set)
+}
+
+// nameOf is the name of profile id, or nil (null) when there is none or
+// it is gone.
+func nameOf(names map[uuid.UUID]string, id *uuid.UUID) *string {
+	if id == nil {
+		return nil
+	}
+	if name, ok := names[*id]; ok {
+		return &name
+	}
+	return nil
 }
 
 // crawlFilter reads the list filters shared by the crawl lists.
@@ -313,11 +347,7 @@ func (s *Server) deleteCrawlsOf(c echo.Context, anyType bool) error {
 	if err != nil {
 		return notFoundAs(err, detailCrawlNotFound)
 	}
-	quota := org.StorageQuotaReached()
-	if fresh, err := s.store.GetOrg(ctx, org.ID); err == nil {
-		quota = fresh.StorageQuotaReached()
-	}
-	return c.JSON(http.StatusOK, deletedOut{Deleted: res.Deleted, StorageQuotaReached: quota})
+	return c.JSON(http.StatusOK, deletedOut{Deleted: res.Deleted, StorageQuotaReached: s.storageQuotaReached(ctx, org)})
 }
 
 // crawlErrors pages through the crawl's error lines, which the operator

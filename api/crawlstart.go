@@ -50,8 +50,11 @@ func (s *Server) startCrawl(ctx context.Context, org *store.Org, wf *store.Crawl
 	if err := s.insertCrawl(ctx, crawl, wf, manual); err != nil {
 		return "", err
 	}
-	req := k8s.CrawlRequest{Spec: s.crawlJobSpec(org, wf, crawl), ConfigJSON: configJSON}
-	if err := s.launcher.LaunchCrawl(ctx, req); err != nil {
+	spec, err := s.crawlJobSpec(ctx, org, wf, crawl)
+	if err == nil {
+		err = s.launcher.LaunchCrawl(ctx, k8s.CrawlRequest{Spec: spec, ConfigJSON: configJSON})
+	}
+	if err != nil {
 		s.failUnlaunched(crawl)
 		return "", fmt.Errorf("launching crawl %s: %w", crawl.ID, err)
 	}
@@ -127,33 +130,57 @@ func (s *Server) relaunchOrphans(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		req := k8s.CrawlRequest{Spec: s.crawlJobSpec(org, wf, crawl), ConfigJSON: configJSON}
-		if err := s.launcher.LaunchCrawl(ctx, req); err != nil {
+		spec, err := s.crawlJobSpec(ctx, org, wf, crawl)
+		if err != nil {
+			return err
+		}
+		if err := s.launcher.LaunchCrawl(ctx, k8s.CrawlRequest{Spec: spec, ConfigJSON: configJSON}); err != nil {
 			return fmt.Errorf("relaunching crawl %s: %w", crawl.ID, err)
 		}
 	}
 	return nil
 }
 
-// crawlJobSpec is the CrawlJob of a recorded crawl.
-func (s *Server) crawlJobSpec(org *store.Org, wf *store.CrawlConfig, crawl *store.Crawl) trawlerv1.CrawlJobSpec {
-	storageName, storagePath := org.Storage.Name, org.Storage.Path
-	if org.Storage.Type != "" && org.Storage.Type != "default" {
-		storageName, storagePath = org.ID.String(), "" // custom storage: secret storage-<oid>
-	}
-	if storageName == "" {
-		storageName = k8s.DefaultStorageName
-	}
+// crawlJobSpec is the CrawlJob of a recorded crawl. A crawl with a
+// profile loads its file (PROFILE_FILENAME upstream).
+func (s *Server) crawlJobSpec(ctx context.Context, org *store.Org, wf *store.CrawlConfig, crawl *store.Crawl) (trawlerv1.CrawlJobSpec, error) {
+	storageName, storagePath := s.orgStorage(org)
 	filename := wf.CrawlFilenameTemplate
 	if filename == "" {
 		filename = s.cfg.DefaultFilenameTemplate
 	}
-	return trawlerv1.CrawlJobSpec{
+	spec := trawlerv1.CrawlJobSpec{
 		ID: crawl.ID, CID: wf.ID.String(), OID: org.ID.String(), UserID: crawl.UserID.String(),
 		Scale: int32(crawl.Scale), Manual: crawl.Manual, CrawlTimeout: crawl.CrawlTimeout,
 		MaxCrawlSize: crawl.MaxCrawlSize, ConfigMap: k8s.CrawlConfigMapName(crawl.ID),
 		StorageName: storageName, StoragePath: storagePath, StoreFilename: filename,
 	}
+	if crawl.ProfileID != nil {
+		p, err := s.store.GetProfile(ctx, org.ID, *crawl.ProfileID)
+		if err != nil {
+			return spec, fmt.Errorf("profile of crawl %s: %w", crawl.ID, err)
+		}
+		spec.ProfileFilename = p.Resource.Filename
+	}
+	return spec, nil
+}
+
+// orgStorage is the storage (secret storage-<name>) and STORE_PATH of the
+// org's files: the named storage in the org's folder ("<oid>/"), or the
+// org's own storage (secret storage-<oid>) at its root.
+func (s *Server) orgStorage(org *store.Org) (name, path string) {
+	if isCustomStorage(org) {
+		return org.ID.String(), ""
+	}
+	if org.Storage.Name == "" {
+		return k8s.DefaultStorageName, org.Storage.Path
+	}
+	return org.Storage.Name, org.Storage.Path
+}
+
+// isCustomStorage reports an org that brought its own S3 storage.
+func isCustomStorage(org *store.Org) bool {
+	return org.Storage.Type != "" && org.Storage.Type != "default"
 }
 
 // failUnlaunched marks a crawl whose CrawlJob could not be created as

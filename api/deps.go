@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/trawlerhq/trawler/k8s"
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -84,6 +85,18 @@ type Store interface {
 	CrawlConfigStore
 	CrawlStore
 	CollectionStore
+	ProfileStore
+}
+
+// ProfileStore reads and writes browser profiles.
+type ProfileStore interface {
+	SaveProfile(ctx context.Context, p *store.Profile, replace bool) error
+	GetProfile(ctx context.Context, oid, id uuid.UUID) (*store.Profile, error)
+	ListProfiles(ctx context.Context, oid uuid.UUID, userID *uuid.UUID, p store.Paging) ([]store.Profile, int64, error)
+	UpdateProfileMetadata(ctx context.Context, oid, id uuid.UUID, name string, description *string) error
+	DeleteProfile(ctx context.Context, oid, id uuid.UUID) error
+	ProfileWorkflows(ctx context.Context, oid, id uuid.UUID) ([]store.WorkflowRef, error)
+	ProfileNames(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]string, error)
 }
 
 // CollectionStore reads and writes collections and their membership.
@@ -124,6 +137,18 @@ type StorageSecrets interface {
 	ApplyStorageSecret(ctx context.Context, name string, data map[string]string) error
 	// DeleteStorageSecret removes it; a missing Secret is fine.
 	DeleteStorageSecret(ctx context.Context, name string) error
+}
+
+// BrowserLauncher starts, keeps alive and removes profile browsers by
+// creating, patching and deleting ProfileJobs; k8s.Launcher implements
+// it. Methods other than LaunchProfileBrowser wrap
+// k8s.ErrProfileJobNotFound when the ProfileJob is gone.
+type BrowserLauncher interface {
+	LaunchProfileBrowser(ctx context.Context, req k8s.ProfileRequest) error
+	GetProfileBrowser(ctx context.Context, browserID string) (*trawlerv1.ProfileJob, error)
+	// PingProfileBrowser moves the browser's expiry to k8s.ProfileBrowserTTL from now.
+	PingProfileBrowser(ctx context.Context, browserID string) error
+	DeleteProfileBrowser(ctx context.Context, browserID string) error
 }
 
 // CrawlConfigStore reads and writes workflows and their revisions.

@@ -199,9 +199,18 @@ func diffWorkflow(in *crawlConfigUpdateIn, old *store.CrawlConfig) workflowChang
 		u.CrawlFilenameTemplate = store.Some(in.CrawlFilenameTemplate.Value)
 		ch.settingsChanged = true
 	}
-	if in.ProfileID.Set && (deref1(in.ProfileID.ptr()) == "") != (old.ProfileID == nil) {
-		u.ProfileID = store.Some[*uuid.UUID](nil)
-		ch.settingsChanged = true
+	// A null profileid leaves the profile; "" removes it. Upstream missed
+	// a change from one profile to another.
+	if in.ProfileID.given() {
+		var id *uuid.UUID
+		if in.ProfileID.Value != "" {
+			p := uuid.MustParse(in.ProfileID.Value) // checked by resolveProfile
+			id = &p
+		}
+		if (id == nil) != (old.ProfileID == nil) || id != nil && *id != *old.ProfileID {
+			u.ProfileID = store.Some(id)
+			ch.settingsChanged = true
+		}
 	}
 	if in.Config.given() {
 		cfg := toStoreRawConfig(&in.Config.Value)

@@ -55,7 +55,7 @@ func toCrawlOut(c *store.Crawl, refs crawlRefs) crawlOut {
 		Started: fmtTime(c.Started), Finished: fmtTimePtr(c.Finished), State: c.State,
 		FileSize: c.FileSize, FileCount: c.FileCount, Tags: nonNil(c.Tags),
 		CollectionIDs: nonNil(c.CollectionIDs), Config: toRawConfigOut(c.Config),
-		Stopping: c.Stopping, Manual: c.Manual,
+		Stopping: c.Stopping, Manual: c.Manual, ProfileName: nameOf(refs.profiles, c.ProfileID),
 	}
 	if c.FirstSeed != "" {
 		out.FirstSeed = &c.FirstSeed

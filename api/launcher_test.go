@@ -42,7 +42,9 @@ func TestWithRealLauncher(t *testing.T) {
 	e := newEnv(t)
 	cfg := testConfig()
 	cfg.CrawlerNamespace = ns.Name
-	e.srv = New(cfg, Deps{Store: e.store.Mongo, Launcher: k8s.NewLauncher(kube, trawler, ns.Name), RedisDialer: dialRedis(t)})
+	deps := e.deps()
+	deps.Launcher = k8s.NewLauncher(kube, trawler, ns.Name)
+	e.srv = New(cfg, deps)
 
 	cid, id := e.startCrawl(asCrawler, "real")
 	jobs := trawler.TrawlerV1().CrawlJobs(ns.Name)

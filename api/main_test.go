@@ -111,6 +111,8 @@ type env struct {
 	store    *mongotest.DB
 	srv      *Server
 	launcher *fakeLauncher
+	browsers *fakeBrowsers
+	pod      *fakeBrowserPod
 	org      uuid.UUID // the default org
 	tokens   map[string]string
 }
@@ -151,9 +153,10 @@ func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
 // by adjust first.
 func newEnvWith(t testing.TB, adjust func(*Config, *Deps)) *env {
 	t.Helper()
-	e := &env{t: t, store: mongotest.Open(t), launcher: &fakeLauncher{}, tokens: map[string]string{}}
+	e := &env{t: t, store: mongotest.Open(t), launcher: &fakeLauncher{}, browsers: newFakeBrowsers(),
+		pod: newFakeBrowserPod(t), tokens: map[string]string{}}
 	cfg := testConfig()
-	deps := Deps{Store: e.store.Mongo, Launcher: e.launcher, RedisDialer: dialRedis(t)}
+	deps := e.deps()
 	if adjust != nil {
 		adjust(&cfg, &deps)
 	}
@@ -178,6 +181,12 @@ func newEnvWith(t testing.TB, adjust func(*Config, *Deps)) *env {
 	other := e.mustJSON(asAdmin, "POST", "/api/orgs/create", map[string]any{"name": "Other Org"}, 200)
 	e.addUser(uuid.MustParse(other["id"].(string)), asOutsider, store.RoleOwner)
 	return e
+}
+
+// deps are the fakes and real parts the env's server runs on.
+func (e *env) deps() Deps {
+	return Deps{Store: e.store.Mongo, Launcher: e.launcher, Browsers: e.browsers,
+		RedisDialer: dialRedis(e.t), BrowserDialer: e.pod.dial}
 }
 
 // addUser creates user name with role in org oid and logs them in.

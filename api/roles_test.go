@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/trawlerhq/trawler/store"
 )
 
 // denial is what role gets from a route of access a, or status 0 when the
@@ -38,6 +41,12 @@ func denial(a access, role string, oid string) (int, string) {
 // allowed caller gets past validation.
 func roleMatrixBody(r route, role string) any {
 	switch {
+	case strings.HasSuffix(r.path, "/profiles/:profileid") && r.method == http.MethodPatch:
+		return map[string]any{"name": "by " + role}
+	case strings.HasSuffix(r.path, "/profiles/browser"):
+		return map[string]any{"url": "https://example.com/"}
+	case strings.HasSuffix(r.path, "/navigate"):
+		return map[string]any{"url": "https://example.com/"}
 	case strings.HasSuffix(r.path, "/collections") && r.method == http.MethodPost:
 		return map[string]any{"name": "matrix " + role}
 	case strings.HasSuffix(r.path, "/collections/:coll_id") && r.method == http.MethodPatch:
@@ -87,13 +96,19 @@ func TestRoleMatrix(t *testing.T) {
 			e := newEnv(t)
 			cid, crawlID := e.startCrawl(asAdmin, "matrix")
 			collID := e.mustJSON(asAdmin, "POST", e.orgPath("/collections"), map[string]any{"name": "matrix"}, 200)["id"].(string)
+			browserID := e.launchBrowser(asAdmin, map[string]any{"url": "https://example.com/"})
+			profileID := uuid.New()
+			if err := e.store.SaveProfile(context.Background(), &store.Profile{ID: profileID, OID: e.org, Name: "p"}, false); err != nil {
+				t.Fatal(err)
+			}
 			oid := e.org.String()
 			for _, r := range e.srv.routes() {
 				if r.access == accessPublic {
 					continue
 				}
 				path := strings.NewReplacer(":oid", oid, ":cid", cid, ":crawl_id", crawlID, ":token", uuid.NewString(),
-					":notificationid", uuid.NewString(), ":id", uuid.NewString(), ":coll_id", collID).Replace(r.path)
+					":notificationid", uuid.NewString(), ":id", uuid.NewString(), ":coll_id", collID,
+					":browserid", browserID, ":profileid", profileID.String()).Replace(r.path)
 				switch {
 				case strings.HasSuffix(path, "/exclusions"):
 					path += "?regex=skip-me"

@@ -46,6 +46,8 @@ func (s *Server) routes() []route {
 		crawl                 = org + "/crawls"
 		all                   = org + "/all-crawls"
 		coll                  = org + "/collections"
+		prof                  = org + "/profiles"
+		browser               = prof + "/browser"
 		options               = http.MethodOptions
 	)
 	pageQ := []string{"page", "pageSize"}
@@ -148,6 +150,18 @@ func (s *Server) routes() []route {
 		{get, coll + "/:coll_id/replay.json", accessOrgViewer, s.collectionReplay, "A collection with its files", "collections", nil, collectionOut{}, nil},
 		{get, coll + "/:coll_id/public/replay.json", accessPublic, s.publicCollectionReplay, "A public collection with its files (no token)", "collections", nil, collectionOut{}, nil},
 		{options, coll + "/:coll_id/public/replay.json", accessPublic, s.publicCollectionReplayPreflight, "CORS preflight of the public replay", "collections", nil, empty{}, nil},
+
+		{get, prof, accessOrgCrawler, s.listProfiles, "List browser profiles", "profiles", nil, pageOut[profileOut]{}, append([]string{"userid"}, pageQ...)},
+		{post, prof, accessOrgCrawler, s.commitProfile, "Save a profile browser as a new profile", "profiles", profileIn{}, profileAddedOut{}, nil},
+		{get, prof + "/:profileid", accessOrgCrawler, s.getProfile, "One profile and the workflows using it", "profiles", nil, profileWithWorkflowsOut{}, nil},
+		{patch, prof + "/:profileid", accessOrgCrawler, s.updateProfile, "Rename a profile, or save a browser into it", "profiles", profileIn{}, updatedOut{}, nil},
+		{del, prof + "/:profileid", accessOrgCrawler, s.deleteProfile, "Delete a profile and its file (unless in use)", "profiles", nil, profileDeletedOut{}, nil},
+		{post, browser, accessOrgCrawler, s.createBrowser, "Start a profile browser", "profiles", browserIn{}, browserOut{}, nil},
+		{get, browser + "/:browserid", accessOrgCrawler, s.getBrowser, "How to open the browser's VNC session", "profiles", nil, browserAccessOut{}, nil},
+		{del, browser + "/:browserid", accessOrgCrawler, s.deleteBrowser, "Stop a profile browser", "profiles", nil, successOut{}, nil},
+		{post, browser + "/:browserid/ping", accessOrgCrawler, s.pingBrowser, "Keep a profile browser alive", "profiles", nil, browserPingOut{}, nil},
+		{post, browser + "/:browserid/navigate", accessOrgCrawler, s.navigateBrowser, "Open a URL in a profile browser", "profiles", urlIn{}, successOut{}, nil},
+		{get, browser + "/:browserid/access", accessOrgCrawler, s.browserAccess, "Check access to a browser (auth_request)", "profiles", nil, empty{}, nil},
 	}
 }
 

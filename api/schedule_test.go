@@ -110,7 +110,7 @@ func TestSchedulerRescan(t *testing.T) {
 	e := newEnv(t)
 	cfg := testConfig()
 	cfg.ScheduleRescan = 300 * time.Millisecond
-	leader := New(cfg, Deps{Store: e.store.Mongo, Launcher: e.launcher})
+	leader := New(cfg, e.deps())
 	if err := leader.Scheduler().Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -83,10 +83,13 @@ type Deps struct {
 	// and deletes only documents (tests without object storage).
 	Storage ObjectStorage
 	// Secrets syncs an org's own storage to the crawler namespace.
-	Secrets StorageSecrets
+	Secrets  StorageSecrets
+	Browsers BrowserLauncher
 	// RedisDialer, when set, dials a running crawl's Redis instead of the
 	// network's resolver; tests pass the sandbox's. Nil in production.
 	RedisDialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// BrowserDialer is the same for profile browser pods.
+	BrowserDialer func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Clock is the time source (default the real clock).
 	Clock clock.PassiveClock
 	// Ready reports whether the process can serve (/readyz); nil = ready.
@@ -107,11 +110,14 @@ type Server struct {
 	secrets  StorageSecrets
 	clock    clock.PassiveClock
 	redis    *liveCrawls
-	ready    func(ctx context.Context) error
-	log      *slog.Logger
-	mail     Mailer
-	webhooks Webhooks
-	echo     *echo.Echo
+	browsers BrowserLauncher
+	// browserPods calls the HTTP API of profile browser pods.
+	browserPods *browserPods
+	ready       func(ctx context.Context) error
+	log         *slog.Logger
+	mail        Mailer
+	webhooks    Webhooks
+	echo        *echo.Echo
 
 	// background tracks e-mails being sent after their request answered.
 	background sync.WaitGroup
@@ -130,17 +136,19 @@ func New(cfg Config, deps Deps) *Server {
 		deps.Clock = clock.RealClock{}
 	}
 	s := &Server{
-		cfg:      cfg,
-		store:    deps.Store,
-		launcher: deps.Launcher,
-		objects:  deps.Storage,
-		secrets:  deps.Secrets,
-		clock:    deps.Clock,
-		ready:    deps.Ready,
-		log:      cfg.Logger,
-		mail:     deps.Mailer,
-		webhooks: deps.Webhooks,
-		redis:    newLiveCrawls(cfg.CrawlerNamespace, cfg.ClusterDomain, deps.RedisDialer),
+		cfg:         cfg,
+		store:       deps.Store,
+		launcher:    deps.Launcher,
+		objects:     deps.Storage,
+		secrets:     deps.Secrets,
+		clock:       deps.Clock,
+		ready:       deps.Ready,
+		log:         cfg.Logger,
+		mail:        deps.Mailer,
+		webhooks:    deps.Webhooks,
+		redis:       newLiveCrawls(cfg.CrawlerNamespace, cfg.ClusterDomain, deps.RedisDialer),
+		browsers:    deps.Browsers,
+		browserPods: newBrowserPods(cfg.CrawlerNamespace, cfg.ClusterDomain, deps.BrowserDialer),
 	}
 	if s.mail == nil {
 		s.mail = logMailer{log: cfg.Logger}

@@ -62,10 +62,11 @@ func toWebhookURLs(urls map[string]string) webhookURLs {
 // maxURLLength is pydantic's HttpUrl limit.
 const maxURLLength = 2083
 
-// validWebhookURL is pydantic v1's HttpUrl: http(s), at most 2083
-// characters, and a host that is an IP address or a name with a
-// top-level domain (http://localhost/x is refused, as upstream).
-func validWebhookURL(s string) bool {
+// validHTTPURL is pydantic v1's HttpUrl (webhook and profile browser
+// URLs): http(s), at most 2083 characters, and a host that is an IP
+// address or a name with a top-level domain (http://localhost/x is
+// refused, as upstream).
+func validHTTPURL(s string) bool {
 	if len(s) > maxURLLength || !isHTTPURL(s) {
 		return false
 	}
@@ -114,7 +115,7 @@ func (s *Server) setWebhookURLs(c echo.Context) error {
 			v.add("str type expected", "type_error.str", "body", event)
 			continue
 		}
-		if !validWebhookURL(u) {
+		if !validHTTPURL(u) {
 			v.add("invalid or missing URL scheme, or host without a top-level domain", "value_error.url", "body", event)
 			continue
 		}

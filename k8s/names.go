@@ -88,6 +88,16 @@ func ProfileJobName(browserID string) string { return "profilejob-" + browserID 
 // BrowserPodName is the name of a profile browser's pod.
 func BrowserPodName(browserID string) string { return "browser-" + browserID }
 
+// BrowserAPIPort is the port of the profile browser's HTTP API
+// (browsertrix-crawler's create-login-profile --interactive).
+const BrowserAPIPort = 9223
+
+// BrowserURL is the base URL of a profile browser pod's HTTP API, by its
+// pod's DNS name in the crawler namespace.
+func BrowserURL(browserID, namespace, clusterDomain string) string {
+	return fmt.Sprintf("http://%s.%s.%s.svc.%s:%d", BrowserPodName(browserID), BrowserSubdomain, namespace, clusterDomain, BrowserAPIPort)
+}
+
 // CrawlerIndex returns the instance index of a crawler pod or PVC name of
 // the given crawl, and false if the name is not one.
 func CrawlerIndex(crawlID, name string) (int, bool) {

@@ -62,6 +62,9 @@ var indexes = map[string][]mongo.IndexModel{
 		{Keys: bson.D{{Key: "oid", Value: 1}, {Key: "created", Value: 1}}},
 		{Keys: bson.D{{Key: "nextAttempt", Value: 1}}, Options: options.Index().SetSparse(true)},
 	},
+	collProfiles: {
+		{Keys: bson.D{{Key: "oid", Value: 1}}},
+	},
 }
 
 // EnsureIndexes creates the store's indexes if they are missing. It is

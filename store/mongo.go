@@ -29,6 +29,7 @@ const (
 	collCollections = "collections"
 	collInvites     = "invites"
 	collWebhooks    = "webhooks"
+	collProfiles    = "profiles"
 )
 
 // Mongo is the MongoDB implementation of the store. It is safe for

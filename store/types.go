@@ -355,3 +355,33 @@ type SearchValues struct {
 	// WorkflowIDs is filled for workflows only.
 	WorkflowIDs []uuid.UUID
 }
+
+// Profile is a saved browser profile: a tar.gz of a Chromium user-data
+// directory (cookies, local storage) that crawls load with --profile. The
+// profile browser's pod uploads the file itself; the document records it.
+type Profile struct {
+	ID          uuid.UUID   `bson:"_id"`
+	Name        string      `bson:"name"`
+	Description string      `bson:"description"`
+	UserID      uuid.UUID   `bson:"userid"`
+	OID         uuid.UUID   `bson:"oid"`
+	Origins     []string    `bson:"origins"`
+	Resource    ProfileFile `bson:"resource"`
+	Created     time.Time   `bson:"created"`
+}
+
+// ProfileFile is a profile's stored file. Filename is the bare name
+// ("profile-<id>.tar.gz"), kept under "<org storage path>profiles/" in
+// the storage DefStorageName names (nil: the org's own storage).
+type ProfileFile struct {
+	Filename       string  `bson:"filename"`
+	Hash           string  `bson:"hash"`
+	Size           int64   `bson:"size"`
+	DefStorageName *string `bson:"def_storage_name"`
+}
+
+// WorkflowRef names a workflow.
+type WorkflowRef struct {
+	ID   uuid.UUID `bson:"_id"`
+	Name *string   `bson:"name"`
+}

@@ -88,18 +88,23 @@ func (m *Mongo) latestCrawl(ctx context.Context, cid uuid.UUID, states []string,
 }
 
 // RecomputeOrgBytesStored sets the org's bytesStored to the total size of
-// the files its crawls and uploads hold in storage, whatever their state:
-// upstream's canonical definition (its migration 0015), so the number
-// rises as each file is recorded and falls when it is deleted.
+// the files its crawls and uploads hold in storage, whatever their state,
+// plus its profiles: upstream's canonical definition (its migration
+// 0015), so the number rises as each file is recorded and falls when it
+// is deleted.
 //
 // Errors: NotFound("org_not_found").
 func (m *Mongo) RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) error {
 	return recompute(ctx, m.coll(collOrgs), oid, errOrgNotFound, func(ctx context.Context) (any, error) {
-		total, err := sumField(ctx, m.coll(collCrawls), bson.M{"oid": oid}, "fileSize")
+		items, err := sumField(ctx, m.coll(collCrawls), bson.M{"oid": oid}, "fileSize")
 		if err != nil {
 			return nil, err
 		}
-		return bson.M{"bytesStored": total}, nil
+		profiles, err := sumField(ctx, m.coll(collProfiles), bson.M{"oid": oid}, "resource.size")
+		if err != nil {
+			return nil, err
+		}
+		return bson.M{"bytesStored": items + profiles}, nil
 	})
 }
 
