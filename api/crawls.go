@@ -248,6 +248,11 @@ func (s *Server) anyCrawlReplay(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.writeAnyReplay(c, crawl)
+}
+
+// writeAnyReplay is replay.json of an item of any org (superuser routes).
+func (s *Server) writeAnyReplay(c echo.Context, crawl *store.Crawl) error {
 	org, err := s.store.GetOrg(c.Request().Context(), crawl.OID)
 	if err != nil {
 		return notFoundAs(err, crawlNotFoundID(crawl.ID))
@@ -273,11 +278,17 @@ func (s *Server) crawlReplay(c echo.Context) error {
 
 // updateCrawl edits a crawl's metadata; updateAnyCrawl is the all-crawls
 // form, which reaches uploads too.
-func (s *Server) updateCrawl(c echo.Context) error    { return s.updateCrawlOf(c, false) }
-func (s *Server) updateAnyCrawl(c echo.Context) error { return s.updateCrawlOf(c, true) }
+func (s *Server) updateCrawl(c echo.Context) error {
+	return s.updateItem(c, func(c echo.Context) (*store.Crawl, error) { return s.crawlParam(c, false, detailCrawlNotFound) })
+}
 
-func (s *Server) updateCrawlOf(c echo.Context, anyType bool) error {
-	crawl, err := s.crawlParam(c, anyType, detailCrawlNotFound)
+func (s *Server) updateAnyCrawl(c echo.Context) error {
+	return s.updateItem(c, func(c echo.Context) (*store.Crawl, error) { return s.crawlParam(c, true, detailCrawlNotFound) })
+}
+
+// updateItem edits the metadata and collections of the item load finds.
+func (s *Server) updateItem(c echo.Context, load func(echo.Context) (*store.Crawl, error)) error {
+	crawl, err := load(c)
 	if err != nil {
 		return err
 	}

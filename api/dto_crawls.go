@@ -13,37 +13,39 @@ type statsOut struct {
 	Size  int64 `json:"size"`
 }
 
-// crawlOut is a crawl on the wire (upstream CrawlOut).
+// crawlOut is a crawl or an upload on the wire (upstream CrawlOut). The
+// workflow fields are null for uploads.
 type crawlOut struct {
-	ID            string       `json:"id"`
-	Type          string       `json:"type"`
-	UserID        uuid.UUID    `json:"userid"`
-	UserName      *string      `json:"userName"`
-	OID           uuid.UUID    `json:"oid"`
-	CID           uuid.UUID    `json:"cid"`
-	CIDRev        int          `json:"cid_rev"`
-	Name          *string      `json:"name"`
-	Description   *string      `json:"description"`
-	Started       string       `json:"started"`
-	Finished      *string      `json:"finished"`
-	State         string       `json:"state"`
-	Stats         *statsOut    `json:"stats"`
-	FileSize      int64        `json:"fileSize"`
-	FileCount     int          `json:"fileCount"`
-	Tags          []string     `json:"tags"`
-	Errors        []string     `json:"errors"` // always null, as upstream
-	CollectionIDs []uuid.UUID  `json:"collectionIds"`
-	Config        rawConfigOut `json:"config"`
-	FirstSeed     *string      `json:"firstSeed"`
-	SeedCount     *int         `json:"seedCount"`
-	ProfileName   *string      `json:"profileName"`
-	Stopping      bool         `json:"stopping"`
-	Manual        bool         `json:"manual"`
+	ID            string        `json:"id"`
+	Type          string        `json:"type"`
+	UserID        uuid.UUID     `json:"userid"`
+	UserName      *string       `json:"userName"`
+	OID           uuid.UUID     `json:"oid"`
+	CID           *uuid.UUID    `json:"cid"`
+	CIDRev        *int          `json:"cid_rev"`
+	Name          *string       `json:"name"`
+	Description   *string       `json:"description"`
+	Started       string        `json:"started"`
+	Finished      *string       `json:"finished"`
+	State         string        `json:"state"`
+	Stats         *statsOut     `json:"stats"`
+	FileSize      int64         `json:"fileSize"`
+	FileCount     int           `json:"fileCount"`
+	Tags          []string      `json:"tags"`
+	Errors        []string      `json:"errors"` // always null, as upstream
+	CollectionIDs []uuid.UUID   `json:"collectionIds"`
+	Config        *rawConfigOut `json:"config"`
+	FirstSeed     *string       `json:"firstSeed"`
+	SeedCount     *int          `json:"seedCount"`
+	ProfileName   *string       `json:"profileName"`
+	Stopping      *bool         `json:"stopping"`
+	Manual        *bool         `json:"manual"`
 }
 
-// toCrawlOut converts a crawl in its list-item form: firstSeed from the
-// crawl's own config, seedCount from its workflow's current seeds (null
-// without a workflow), stats live while it runs.
+// toCrawlOut converts a crawl or an upload in its list-item form:
+// firstSeed from the crawl's own config, seedCount from its workflow's
+// current seeds (null without a workflow, as for uploads), stats live
+// while it runs.
 func toCrawlOut(c *store.Crawl, refs crawlRefs) crawlOut {
 	typ := c.Type
 	if typ == "" {
@@ -51,11 +53,15 @@ func toCrawlOut(c *store.Crawl, refs crawlRefs) crawlOut {
 	}
 	out := crawlOut{
 		ID: c.ID, Type: typ, UserID: c.UserID, UserName: userName(refs.users, &c.UserID), OID: c.OID,
-		CID: c.CID, CIDRev: c.CIDRev, Name: c.Name, Description: c.Description,
+		Name: c.Name, Description: c.Description,
 		Started: fmtTime(c.Started), Finished: fmtTimePtr(c.Finished), State: c.State,
 		FileSize: c.FileSize, FileCount: c.FileCount, Tags: nonNil(c.Tags),
-		CollectionIDs: nonNil(c.CollectionIDs), Config: toRawConfigOut(c.Config),
-		Stopping: c.Stopping, Manual: c.Manual, ProfileName: nameOf(refs.profiles, c.ProfileID),
+		CollectionIDs: nonNil(c.CollectionIDs), ProfileName: nameOf(refs.profiles, c.ProfileID),
+	}
+	if typ == store.TypeCrawl {
+		config := toRawConfigOut(c.Config)
+		out.CID, out.CIDRev, out.Config = &c.CID, &c.CIDRev, &config
+		out.Stopping, out.Manual = &c.Stopping, &c.Manual
 	}
 	if c.FirstSeed != "" {
 		out.FirstSeed = &c.FirstSeed

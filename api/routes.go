@@ -46,6 +46,7 @@ func (s *Server) routes() []route {
 		crawl                 = org + "/crawls"
 		all                   = org + "/all-crawls"
 		coll                  = org + "/collections"
+		upload                = org + "/uploads"
 		prof                  = org + "/profiles"
 		browser               = prof + "/browser"
 		options               = http.MethodOptions
@@ -150,6 +151,12 @@ func (s *Server) routes() []route {
 		{get, coll + "/:coll_id/replay.json", accessOrgViewer, s.collectionReplay, "A collection with its files", "collections", nil, collectionOut{}, nil},
 		{get, coll + "/:coll_id/public/replay.json", accessPublic, s.publicCollectionReplay, "A public collection with its files (no token)", "collections", nil, collectionOut{}, nil},
 		{options, coll + "/:coll_id/public/replay.json", accessPublic, s.publicCollectionReplayPreflight, "CORS preflight of the public replay", "collections", nil, empty{}, nil},
+
+		{get, upload, accessOrgViewer, s.listUploads, "List uploads", "uploads", nil, pageOut[crawlOut]{}, crawlListQ},
+		{get, upload + "/:crawl_id", accessOrgCrawler, s.getUpload, "One upload", "uploads", nil, crawlOut{}, nil},
+		{patch, upload + "/:crawl_id", accessOrgCrawler, s.updateUpload, "Update an upload's metadata", "uploads", crawlUpdateIn{}, updatedOut{}, nil},
+		{get, upload + "/:crawl_id/replay.json", accessOrgViewer, s.uploadReplay, "An upload with its files", "uploads", nil, crawlOutWithResources{}, nil},
+		{get, "/api/orgs/all/uploads/:crawl_id/replay.json", accessSuperuser, s.anyUploadReplay, "Any org's upload with files", "uploads", nil, crawlOutWithResources{}, nil},
 
 		{get, prof, accessOrgCrawler, s.listProfiles, "List browser profiles", "profiles", nil, pageOut[profileOut]{}, append([]string{"userid"}, pageQ...)},
 		{post, prof, accessOrgCrawler, s.commitProfile, "Save a profile browser as a new profile", "profiles", profileIn{}, profileAddedOut{}, nil},
