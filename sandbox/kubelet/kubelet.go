@@ -224,7 +224,7 @@ func (k *Kubelet) start(ctx, runCtx context.Context) error {
 	k.pods = corelisters.NewPodLister(podInformer.GetIndexer())
 	k.claims, k.volumes = claimInformer.Lister(), volumeInformer.Lister()
 	k.services = serviceInformer.Lister()
-	k.dns.setServices(k.serviceAddr)
+	k.dns.setServices(k.clusterAddr)
 	touch := func(any) { k.dns.touch() }
 
 	handlers := []struct {

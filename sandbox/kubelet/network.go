@@ -68,6 +68,39 @@ func (k *Kubelet) serviceAddr(host string, port int) (string, bool) {
 	return net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(target)), true
 }
 
+// clusterAddr resolves a cluster DNS name and port for an in-process
+// dial: a Service name (see serviceAddr), or the name a pod with a
+// hostname and subdomain has in a cluster,
+// <hostname>.<subdomain>.<ns>.svc[.<domain>], which gives the pod's own
+// address (profile browsers are called that way).
+func (k *Kubelet) clusterAddr(host string, port int) (string, bool) {
+	if addr, ok := k.serviceAddr(host, port); ok {
+		return addr, true
+	}
+	return k.podAddr(host, port)
+}
+
+// podAddr finds the running pod a pod DNS name names.
+func (k *Kubelet) podAddr(host string, port int) (string, bool) {
+	host = strings.TrimSuffix(normalize(host), "."+k.dns.domain)
+	rest, ok := strings.CutSuffix(host, ".svc")
+	parts := strings.Split(rest, ".")
+	if !ok || len(parts) != 3 || k.pods == nil {
+		return "", false
+	}
+	pods, err := k.pods.Pods(parts[2]).List(labels.Everything())
+	if err != nil {
+		return "", false
+	}
+	for _, p := range pods {
+		if p.Spec.Hostname == parts[0] && p.Spec.Subdomain == parts[1] && p.Status.PodIP != "" &&
+			p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port)), true
+		}
+	}
+	return "", false
+}
+
 // serviceByName finds the Service a cluster DNS name names.
 func (k *Kubelet) serviceByName(host string) *corev1.Service {
 	host = normalize(host)

@@ -105,6 +105,36 @@ func TestServicesAndProbesWithFakeClient(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// A pod with a hostname and subdomain is reached by its own name.
+	_, err = pods.Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-2", UID: "uid-web-2"},
+		Spec: corev1.PodSpec{NodeName: "sandbox-node-0", Hostname: "web-2", Subdomain: "webs",
+			Containers: []corev1.Container{{Name: "web", Image: "web"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFake(t, func() (*corev1.Pod, error) { return pods.Get(ctx, "web-2", metav1.GetOptions{}) },
+		func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		resp, err := hc.Get("http://web-2.webs.ns.svc.cluster.local:8080/")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(body) != "web-2" {
+				t.Errorf("by the pod's name: %q", body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("by the pod's name: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := k.DNS().Dial(ctx, "tcp", "web-3.webs.ns.svc.cluster.local:8080"); err == nil {
+		t.Error("a pod that does not exist answered")
+	}
+
 	hosts := string(k.Hosts("ns", "client", "127.1.1.1"))
 	if want := ip + "\tweb.ns.svc.cluster.local web.ns.svc web.ns web\n"; !strings.Contains(hosts, want) {
 		t.Errorf("hosts file lacks %q:\n%s", want, hosts)
