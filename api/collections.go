@@ -41,9 +41,13 @@ func (s *Server) createCollection(c echo.Context) error {
 	if err := in.validate(); err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
 	coll := toStoreCollection(&in, currentOrg(c).ID, s.now())
-	if err := s.store.CreateCollection(c.Request().Context(), coll, in.CrawlIDs...); err != nil {
+	if err := s.store.CreateCollection(ctx, coll, in.CrawlIDs...); err != nil {
 		return conflictAsBadRequest(err)
+	}
+	if len(in.CrawlIDs) > 0 {
+		s.notifyCollection(ctx, coll.OID, store.EventAddedToCollection, coll.ID, in.CrawlIDs)
 	}
 	return c.JSON(http.StatusOK, collectionAddedOut{Added: true, ID: coll.ID, Name: coll.Name})
 }
@@ -147,11 +151,30 @@ func (s *Server) removeFromCollection(c echo.Context) error {
 }
 
 func (s *Server) addMembers(ctx context.Context, oid, id uuid.UUID, items []string) error {
-	return s.store.AddToCollection(ctx, oid, id, items, s.now())
+	if err := s.store.AddToCollection(ctx, oid, id, items, s.now()); err != nil {
+		return err
+	}
+	s.notifyCollection(ctx, oid, store.EventAddedToCollection, id, items)
+	return nil
 }
 
 func (s *Server) removeMembers(ctx context.Context, oid, id uuid.UUID, items []string) error {
-	return s.store.RemoveFromCollection(ctx, oid, id, items, s.now())
+	if err := s.store.RemoveFromCollection(ctx, oid, id, items, s.now()); err != nil {
+		return err
+	}
+	s.notifyCollection(ctx, oid, store.EventRemovedFromCollection, id, items)
+	return nil
+}
+
+// notifyCollection stores the webhook notification of a membership
+// change. The change is made either way, so a failure is only logged.
+func (s *Server) notifyCollection(ctx context.Context, oid uuid.UUID, event string, coll uuid.UUID, items []string) {
+	if s.webhooks == nil {
+		return
+	}
+	if err := s.webhooks.CollectionChanged(ctx, oid, event, coll, items); err != nil {
+		s.log.Error("storing "+event+" notification", "collection", coll, "err", err)
+	}
 }
 
 // changeCollection runs /add or /remove and answers with the recounted

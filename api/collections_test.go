@@ -2,11 +2,14 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trawlerhq/trawler/store"
+	"github.com/trawlerhq/trawler/webhook"
 )
 
 // zeroUUID is a well-formed id that names nothing.
@@ -254,5 +257,39 @@ func TestAutoAddCollections(t *testing.T) {
 	e.mustJSON(asCrawler, "POST", e.orgPath("/crawls/delete"), map[string]any{"crawl_ids": []string{first}}, 200)
 	if c := e.mustJSON(asViewer, "GET", e.orgPath("/collections/"+id), nil, 200); c["crawlCount"] != 1.0 || c["totalSize"] != 5.0 {
 		t.Fatalf("collection after delete: %v", c)
+	}
+}
+
+// TestCollectionWebhooks: creating with crawls, /add, /remove and a
+// crawl's PATCH of collectionIds each store their notification, with the
+// item ids as given.
+func TestCollectionWebhooks(t *testing.T) {
+	e := newEnv(t)
+	n, err := webhook.New(webhook.Config{MaxAttempts: 1, RetryDelay: time.Second, MaxRetryDelay: time.Second,
+		Timeout: time.Second, PollInterval: time.Hour, Workers: 1}, webhook.Deps{Store: e.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv.webhooks = n // not run: the notifications are only stored
+	e.mustJSON(asOwner, "POST", e.orgPath("/event-webhook-urls"), map[string]any{
+		"addedToCollection": "https://example.com/added", "removedFromCollection": "https://example.com/removed"}, 200)
+	one, two := e.finishedCrawl("one", 1, 1), e.finishedCrawl("two", 1, 1)
+	id := e.mustJSON(asCrawler, "POST", e.orgPath("/collections"), map[string]any{"name": "c", "crawlIds": []string{one}}, 200)["id"].(string)
+	e.mustJSON(asCrawler, "POST", e.orgPath("/collections/"+id+"/add"), map[string]any{"crawlIds": []string{two}}, 200)
+	e.mustJSON(asCrawler, "POST", e.orgPath("/collections/"+id+"/remove"), map[string]any{"crawlIds": []string{one, two}}, 200)
+	e.mustJSON(asCrawler, "PATCH", e.orgPath("/crawls/"+two), map[string]any{"collectionIds": []string{id}}, 200)
+	e.mustJSON(asCrawler, "PATCH", e.orgPath("/crawls/"+two), map[string]any{"collectionIds": []string{}}, 200)
+
+	var got []string
+	for _, it := range e.mustJSON(asOwner, "GET", e.orgPath("/webhooks"), nil, 200)["items"].([]any) {
+		got = append(got, fmt.Sprint(get(it, "event"), " ", toStrings(get(it, "body", "itemIds"))))
+		if get(it, "body", "collectionId") != id || len(get(it, "body", "downloadUrls").([]any)) != 1 {
+			t.Errorf("body %v", get(it, "body"))
+		}
+	}
+	want := []string{"addedToCollection [" + one + "]", "addedToCollection [" + two + "]",
+		"removedFromCollection [" + one + " " + two + "]", "addedToCollection [" + two + "]", "removedFromCollection [" + two + "]"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("notifications %q, want %q", got, want)
 	}
 }

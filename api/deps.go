@@ -57,6 +57,12 @@ type Webhooks interface {
 	// CrawlFinished stores the crawlFinished notification of an ended
 	// crawl (once per crawl).
 	CrawlFinished(ctx context.Context, c *store.Crawl) error
+	// UploadFinished stores the uploadFinished notification of a stored
+	// upload (once per stored version).
+	UploadFinished(ctx context.Context, u *store.Crawl) error
+	// CollectionChanged stores an addedToCollection or
+	// removedFromCollection notification.
+	CollectionChanged(ctx context.Context, oid uuid.UUID, event string, coll uuid.UUID, itemIDs []string) error
 	// Kick makes the deliverer look for due notifications now.
 	Kick()
 }

@@ -29,6 +29,12 @@ type (
 		Event        string   `json:"event"`
 		State        string   `json:"state"`
 	}
+	uploadFinishedBody struct {
+		DownloadURLs []string `json:"downloadUrls"`
+		OrgID        string   `json:"orgId"`
+		ItemID       string   `json:"itemId"`
+		Event        string   `json:"event"`
+	}
 	collectionBody struct {
 		DownloadURLs []string `json:"downloadUrls"`
 		OrgID        string   `json:"orgId"`
@@ -70,22 +76,69 @@ func (n *Notifier) CrawlFinished(ctx context.Context, c *store.Crawl) error {
 	if err := n.emit(ctx, org, store.EventCrawlFinished, onceID(store.EventCrawlFinished, c.ID), body); err != nil {
 		return err
 	}
+	return n.addedToItsCollections(ctx, org, c, c.ID)
+}
+
+// UploadFinished notifies the org that upload u was stored (a new upload
+// or a replacement) with the download URLs of its files, then that it was
+// added to each of its collections, as upstream does. Calling it again for
+// the same stored files sends nothing more.
+func (n *Notifier) UploadFinished(ctx context.Context, u *store.Crawl) error {
+	org, ok, err := n.subscribed(ctx, u.OID, store.EventUploadFinished)
+	if !ok {
+		return err
+	}
+	paths, err := n.resources(ctx, u)
+	if err != nil {
+		return fmt.Errorf("listing upload files: %w", err)
+	}
+	body := uploadFinishedBody{DownloadURLs: absoluteURLs(org.Origin, paths), OrgID: u.OID.String(), ItemID: u.ID,
+		Event: store.EventUploadFinished}
+	// The stored names are new for every replacement: one event each.
+	version := u.ID
+	for _, f := range u.Files {
+		version += "/" + f.Filename
+	}
+	if err := n.emit(ctx, org, store.EventUploadFinished, onceID(store.EventUploadFinished, version), body); err != nil {
+		return err
+	}
+	return n.addedToItsCollections(ctx, org, u, version)
+}
+
+// addedToItsCollections follows a finished crawl or upload with one
+// addedToCollection per collection it is in; version tells this finish
+// from other ones of the same item.
+func (n *Notifier) addedToItsCollections(ctx context.Context, org *store.Org, item *store.Crawl, version string) error {
 	if org.WebhookURLs[store.EventAddedToCollection] == "" {
 		return nil
 	}
-	for _, coll := range c.CollectionIDs {
-		id := onceID(store.EventAddedToCollection, c.ID+"/"+coll.String())
-		if err := n.emit(ctx, org, store.EventAddedToCollection, id, collectionEvent(org, store.EventAddedToCollection, coll, c.ID)); err != nil {
+	for _, coll := range item.CollectionIDs {
+		id := onceID(store.EventAddedToCollection, version+"/"+coll.String())
+		if err := n.emit(ctx, org, store.EventAddedToCollection, id, collectionEvent(org, store.EventAddedToCollection, coll, item.ID)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// CollectionChanged notifies the org that items were added to collection
+// coll (event addedToCollection) or removed from it
+// (removedFromCollection), with the item ids as the request gave them.
+func (n *Notifier) CollectionChanged(ctx context.Context, oid uuid.UUID, event string, coll uuid.UUID, itemIDs []string) error {
+	org, ok, err := n.subscribed(ctx, oid, event)
+	if !ok {
+		return err
+	}
+	return n.emit(ctx, org, event, uuid.New(), collectionEvent(org, event, coll, itemIDs...))
+}
+
 // collectionEvent is the body of addedToCollection and
 // removedFromCollection.
 func collectionEvent(org *store.Org, event string, coll uuid.UUID, itemIDs ...string) collectionBody {
 	download := fmt.Sprintf("%s/api/orgs/%s/collections/%s/download", org.Origin, org.ID, coll)
+	if itemIDs == nil {
+		itemIDs = []string{}
+	}
 	return collectionBody{DownloadURLs: []string{download}, OrgID: org.ID.String(), CollectionID: coll.String(),
 		ItemIDs: itemIDs, Event: event}
 }

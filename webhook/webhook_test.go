@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -192,5 +194,53 @@ func TestUnsubscribedOrgGetsNothing(t *testing.T) {
 func TestConfigRequired(t *testing.T) {
 	if _, err := webhook.New(testConfig(func(c *webhook.Config) { c.Workers = 0 }), webhook.Deps{Store: mongotest.Open(t)}); err == nil {
 		t.Fatal("accepted a Config without Workers")
+	}
+}
+
+// TestUploadAndCollectionEvents: the bodies of uploadFinished (once per
+// stored version, then addedToCollection per collection) and of the
+// collection events the API sends.
+func TestUploadAndCollectionEvents(t *testing.T) {
+	r := newReceiver(t)
+	st, org, n := setup(t, testConfig(func(c *webhook.Config) { c.PollInterval = time.Hour }), r)
+	ctx := context.Background()
+	urls := map[string]string{}
+	for _, e := range []string{store.EventUploadFinished, store.EventAddedToCollection, store.EventRemovedFromCollection} {
+		urls[e] = r.srv.URL + "/" + e
+	}
+	if err := st.SetOrgWebhooks(ctx, org.ID, urls, "https://app.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	coll := uuid.New()
+	upload := &store.Crawl{ID: "upload-1", OID: org.ID, Type: store.TypeUpload, CollectionIDs: []uuid.UUID{coll},
+		Files: []store.CrawlFile{{Filename: "a.wacz"}}}
+	for range 2 {
+		if err := n.UploadFinished(ctx, upload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replaced := *upload
+	replaced.Files = []store.CrawlFile{{Filename: "b.wacz"}}
+	if err := n.UploadFinished(ctx, &replaced); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.CollectionChanged(ctx, org.ID, store.EventRemovedFromCollection, coll, []string{"upload-1", "crawl-9"}); err != nil {
+		t.Fatal(err)
+	}
+	notes, _, err := st.ListNotifications(ctx, org.ID, store.Paging{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bodies []string
+	for _, note := range notes {
+		bodies = append(bodies, string(note.Body))
+	}
+	download := fmt.Sprintf("https://app.example.com/api/orgs/%s/collections/%s/download", org.ID, coll)
+	finished := fmt.Sprintf(`{"downloadUrls":["https://app.example.com/data/upload-1.wacz","https://s3.example.com/b/x.wacz?sig=1"],"orgId":"%s","itemId":"upload-1","event":"uploadFinished"}`, org.ID)
+	added := fmt.Sprintf(`{"downloadUrls":["%s"],"orgId":"%s","collectionId":"%s","itemIds":["upload-1"],"event":"addedToCollection"}`, download, org.ID, coll)
+	removed := fmt.Sprintf(`{"downloadUrls":["%s"],"orgId":"%s","collectionId":"%s","itemIds":["upload-1","crawl-9"],"event":"removedFromCollection"}`, download, org.ID, coll)
+	want := []string{finished, added, finished, added, removed}
+	if !slices.Equal(bodies, want) {
+		t.Fatalf("bodies:\n%s\nwant:\n%s", strings.Join(bodies, "\n"), strings.Join(want, "\n"))
 	}
 }
