@@ -27,7 +27,7 @@ func (s *Server) crawlParam(c echo.Context, anyType bool, notFoundDetail string)
 	if err != nil {
 		return nil, notFoundAs(err, notFoundDetail)
 	}
-	if !anyType && crawl.Type != store.TypeCrawl && crawl.Type != "" {
+	if !anyType && !isCrawlItem(crawl) {
 		return nil, notFound(notFoundDetail)
 	}
 	return crawl, nil
@@ -315,12 +315,23 @@ func (s *Server) updateItem(c echo.Context, load func(echo.Context) (*store.Craw
 	return c.JSON(http.StatusOK, updatedOut{Updated: true})
 }
 
-func (s *Server) deleteCrawls(c echo.Context) error    { return s.deleteCrawlsOf(c, false) }
-func (s *Server) deleteAllCrawls(c echo.Context) error { return s.deleteCrawlsOf(c, true) }
+func (s *Server) deleteCrawls(c echo.Context) error {
+	return s.deleteItems(c, isCrawlItem, detailCrawlNotFound)
+}
 
-// deleteCrawlsOf deletes crawls the caller started (owners: any),
-// canceling those still running first, and reports how many went.
-func (s *Server) deleteCrawlsOf(c echo.Context, anyType bool) error {
+func (s *Server) deleteAllCrawls(c echo.Context) error {
+	return s.deleteItems(c, func(*store.Crawl) bool { return true }, detailCrawlNotFound)
+}
+
+// isCrawlItem tells crawls (also those stored before items had a type)
+// from uploads.
+func isCrawlItem(c *store.Crawl) bool { return c.Type == store.TypeCrawl || c.Type == "" }
+
+// deleteItems deletes the items (of the kind keep accepts) the caller
+// started (owners: any), canceling crawls still running first, their
+// files, then their documents, and reports how many went; noneDeleted is
+// the detail when none was left to delete.
+func (s *Server) deleteItems(c echo.Context, keep func(*store.Crawl) bool, noneDeleted string) error {
 	var in deleteCrawlsIn
 	if err := decodeJSON(c, &in); err != nil {
 		return err
@@ -336,7 +347,7 @@ func (s *Server) deleteCrawlsOf(c echo.Context, anyType bool) error {
 		if err != nil {
 			return notFoundAs(err, crawlNotFoundID(id))
 		}
-		if !anyType && crawl.Type != store.TypeCrawl && crawl.Type != "" {
+		if !keep(crawl) {
 			return notFound(crawlNotFoundID(id))
 		}
 		if crawl.UserID != user.ID && currentRole(c) < store.RoleOwner {
@@ -356,7 +367,7 @@ func (s *Server) deleteCrawlsOf(c echo.Context, anyType bool) error {
 	}
 	res, err := s.store.DeleteCrawls(ctx, org.ID, ids)
 	if err != nil {
-		return notFoundAs(err, detailCrawlNotFound)
+		return notFoundAs(err, noneDeleted)
 	}
 	return c.JSON(http.StatusOK, deletedOut{Deleted: res.Deleted, StorageQuotaReached: s.storageQuotaReached(ctx, org)})
 }

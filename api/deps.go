@@ -177,6 +177,7 @@ type CrawlConfigStore interface {
 // gone.
 type CrawlStore interface {
 	AddCrawl(ctx context.Context, c *store.Crawl) error
+	SaveUpload(ctx context.Context, u *store.Upload, replace bool) (*store.Crawl, error)
 	GetCrawl(ctx context.Context, oid uuid.UUID, id string) (*store.Crawl, error)
 	GetCrawlByID(ctx context.Context, id string) (*store.Crawl, error)
 	ListCrawls(ctx context.Context, oid uuid.UUID, f store.CrawlFilter) ([]store.Crawl, int64, error)

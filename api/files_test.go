@@ -95,7 +95,9 @@ func newStorageEnv(t testing.TB, srv *sandbox.S3, presign time.Duration, mutate 
 	apiCfg := testConfig()
 	apiCfg.PresignDuration = presign
 	se := &storageEnv{env: e, bucket: b, secrets: &fakeSecrets{}}
-	e.srv = New(apiCfg, Deps{Store: e.store.Mongo, Launcher: e.launcher, RedisDialer: dialRedis(t), Storage: reg, Secrets: se.secrets})
+	deps := e.deps()
+	deps.Storage, deps.Secrets = reg, se.secrets
+	e.srv = New(apiCfg, deps)
 	return se
 }
 

@@ -257,9 +257,18 @@ func (e *env) doRaw(as, method, path string, body any) *httptest.ResponseRecorde
 	return rec
 }
 
+// typedBody is a request body with its own content type.
+type typedBody struct {
+	contentType string
+	data        []byte
+}
+
 func (e *env) record(as, method, path string, body any) (*httptest.ResponseRecorder, error) {
 	var rd io.Reader
+	contentType := "application/json"
 	switch b := body.(type) {
+	case typedBody:
+		rd, contentType = bytes.NewReader(b.data), b.contentType
 	case nil:
 	case string:
 		rd = strings.NewReader(b)
@@ -273,7 +282,7 @@ func (e *env) record(as, method, path string, body any) (*httptest.ResponseRecor
 		rd = bytes.NewReader(raw)
 	}
 	req := httptest.NewRequest(method, path, rd)
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	if tok, ok := e.tokens[as]; ok {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}

@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/labstack/echo/v4"
 )
 
 // A collection downloads as one "multi-WACZ": a zip holding every WACZ of
@@ -117,4 +120,47 @@ func attachment(name string) string {
 		}
 	}
 	return h
+}
+
+// downloadCollection streams the collection's successful members' files
+// as one multi-WACZ, reading each from storage as it is written.
+func (s *Server) downloadCollection(c echo.Context) error {
+	coll, err := s.collectionParam(c)
+	if err != nil {
+		return err
+	}
+	ctx, org := c.Request().Context(), currentOrg(c)
+	items, err := s.store.CollectionItems(ctx, org.ID, coll.ID)
+	if err != nil {
+		return err
+	}
+	var members []zipMember
+	for i := range items {
+		for j := range items[i].Files {
+			f := &items[i].Files[j]
+			b, key, err := s.fileObject(org, f)
+			if err != nil {
+				return storageError("download_failed", err)
+			}
+			members = append(members, zipMember{
+				resource: resourceOut{Name: key, Hash: f.Hash, Size: f.Size, CrawlID: items[i].ID},
+				open:     func(ctx context.Context) (io.ReadCloser, error) { return b.Open(ctx, key) },
+			})
+		}
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "application/wacz+zip")
+	h.Set(echo.HeaderContentDisposition, attachment(coll.Name+".wacz"))
+	started, err := writeMultiWACZ(ctx, c.Response(), members)
+	switch {
+	case err == nil:
+		return nil
+	case !started:
+		h.Del(echo.HeaderContentDisposition)
+		return storageError("download_failed", err)
+	}
+	// Half a zip is already out: break the connection off, so the client
+	// sees a failed download instead of a truncated archive.
+	s.log.Error("collection download broken off", "collection", coll.ID, "err", err)
+	panic(http.ErrAbortHandler)
 }

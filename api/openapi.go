@@ -84,6 +84,14 @@ func (g *schemaGen) operation(r route) map[string]any {
 		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
 			"application/x-www-form-urlencoded": map[string]any{"schema": map[string]any{
 				"type": "object", "properties": props, "required": []string{"username", "password"}}}}}
+	case binaryIn:
+		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+			"application/octet-stream": map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}}
+	case multipartIn:
+		file := map[string]any{"type": "string", "format": "binary"}
+		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+			"multipart/form-data": map[string]any{"schema": map[string]any{"type": "object", "required": []string{in.part},
+				"properties": map[string]any{in.part: map[string]any{"type": "array", "items": file}}}}}}
 	default:
 		op["requestBody"] = map[string]any{"required": true, "content": map[string]any{
 			"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(in))}}}

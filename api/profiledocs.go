@@ -9,6 +9,7 @@ import (
 
 	"github.com/trawlerhq/trawler/k8s"
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/storage"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -189,10 +190,33 @@ func (s *Server) deleteProfile(c echo.Context) error {
 	if len(refs) > 0 {
 		return c.JSON(http.StatusOK, profileInUseOut{Error: "in_use", CrawlConfigs: toWorkflowRefsOut(refs)})
 	}
+	// The file first: if storage fails, the profile stays and a retry
+	// finishes the job.
+	if err := s.deleteProfileFile(ctx, org, p); err != nil {
+		return err
+	}
 	if err := s.store.DeleteProfile(ctx, org.ID, p.ID); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, profileDeletedOut{Success: true, StorageQuotaReached: s.storageQuotaReached(ctx, org)})
+}
+
+// deleteProfileFile removes the profile's file from where its browser
+// saved it: "<org folder>profiles/<file>" of the storage it recorded.
+func (s *Server) deleteProfileFile(ctx context.Context, org *store.Org, p *store.Profile) error {
+	if s.objects == nil {
+		return nil // no storage: documents only, as deleteFiles
+	}
+	rel := profilesFolder + p.Resource.Filename
+	f := store.CrawlFile{Filename: storage.OrgPrefix(org.ID.String()) + rel, DefStorageName: p.Resource.DefStorageName}
+	if f.DefStorageName == nil {
+		t, err := s.orgFiles(org)
+		if err != nil {
+			return fileDeletionError(err)
+		}
+		f.Filename = t.filename(t.prefix + rel)
+	}
+	return s.deleteFiles(ctx, org, []*store.Crawl{{ID: "profile " + p.ID.String(), Files: []store.CrawlFile{f}}})
 }
 
 // storageQuotaReached reads the org's storage state after a change (the

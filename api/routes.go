@@ -36,11 +36,18 @@ type route struct {
 // formIn marks a form-encoded request body in the OpenAPI document.
 type formIn struct{ fields []string }
 
+// binaryIn marks a request body that is a file.
+type binaryIn struct{}
+
+// multipartIn marks a multipart/form-data body of files in the named part.
+type multipartIn struct{ part string }
+
 // routes lists every endpoint. Paths are written without trailing slash;
 // the server accepts both forms.
 func (s *Server) routes() []route {
 	const (
 		get, post, patch, del = http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete
+		put                   = http.MethodPut
 		org                   = "/api/orgs/:oid"
 		cfg                   = org + "/crawlconfigs"
 		crawl                 = org + "/crawls"
@@ -149,9 +156,15 @@ func (s *Server) routes() []route {
 		{post, coll + "/:coll_id/add", accessOrgCrawler, s.addToCollection, "Add crawls or uploads", "collections", collectionCrawlsIn{}, collectionOut{}, nil},
 		{post, coll + "/:coll_id/remove", accessOrgCrawler, s.removeFromCollection, "Remove crawls or uploads", "collections", collectionCrawlsIn{}, collectionOut{}, nil},
 		{get, coll + "/:coll_id/replay.json", accessOrgViewer, s.collectionReplay, "A collection with its files", "collections", nil, collectionOut{}, nil},
+		{get, coll + "/:coll_id/download", accessOrgViewer, s.downloadCollection, "The collection as one multi-WACZ zip (streamed)", "collections", nil, nil, nil},
 		{get, coll + "/:coll_id/public/replay.json", accessPublic, s.publicCollectionReplay, "A public collection with its files (no token)", "collections", nil, collectionOut{}, nil},
 		{options, coll + "/:coll_id/public/replay.json", accessPublic, s.publicCollectionReplayPreflight, "CORS preflight of the public replay", "collections", nil, empty{}, nil},
 
+		{put, upload + "/stream", accessOrgCrawler, s.uploadStream, "Upload a WACZ file as the request body", "uploads", binaryIn{}, uploadAddedOut{},
+			[]string{"filename", "name", "description", "collections", "tags", "replaceId"}},
+		{put, upload + "/formdata", accessOrgCrawler, s.uploadFormData, "Upload WACZ files as multipart parts named uploads", "uploads", multipartIn{"uploads"}, uploadAddedOut{},
+			[]string{"name", "description", "collections", "tags"}},
+		{post, upload + "/delete", accessOrgCrawler, s.deleteUploads, "Delete uploads and their files", "uploads", deleteCrawlsIn{}, deletedOut{}, nil},
 		{get, upload, accessOrgViewer, s.listUploads, "List uploads", "uploads", nil, pageOut[crawlOut]{}, crawlListQ},
 		{get, upload + "/:crawl_id", accessOrgCrawler, s.getUpload, "One upload", "uploads", nil, crawlOut{}, nil},
 		{patch, upload + "/:crawl_id", accessOrgCrawler, s.updateUpload, "Update an upload's metadata", "uploads", crawlUpdateIn{}, updatedOut{}, nil},

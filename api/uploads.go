@@ -1,8 +1,16 @@
 package api
 
 import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
 	"slices"
+	"strings"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/trawlerhq/trawler/store"
@@ -73,4 +81,197 @@ func (s *Server) anyUploadReplay(c echo.Context) error {
 		return notFound(crawlNotFoundID(u.ID))
 	}
 	return s.writeAnyReplay(c, u)
+}
+
+// uploadMeta is what the query of an upload says about it.
+type uploadMeta struct {
+	name, description string
+	tags              []string
+	collections       []uuid.UUID
+}
+
+// readUploadMeta reads name, description, tags and collections, which
+// upstream URL-unquotes once more after the query's own decoding (so
+// "one%2Ctwo" is two tags). Collections must be the org's (upstream
+// stored any UUID, and a malformed one was a 500).
+func (s *Server) readUploadMeta(c echo.Context) (uploadMeta, error) {
+	unquote := func(name string) string {
+		v := c.QueryParam(name)
+		if u, err := url.PathUnescape(v); err == nil {
+			return u
+		}
+		return v
+	}
+	split := func(v string) []string {
+		if v == "" {
+			return []string{}
+		}
+		return strings.Split(v, ",")
+	}
+	m := uploadMeta{name: unquote("name"), description: unquote("description"), tags: split(unquote("tags"))}
+	if m.name == "" {
+		m.name = "New Upload @ " + s.now().Format(time.DateTime)
+	}
+	var v validator
+	for i, raw := range split(unquote("collections")) {
+		id, err := uuid.Parse(raw)
+		if err != nil {
+			v.add("value is not a valid uuid", "type_error.uuid", "query", "collections", i)
+			continue
+		}
+		m.collections = append(m.collections, id)
+	}
+	if err := v.err(); err != nil {
+		return m, err
+	}
+	for _, id := range m.collections {
+		if _, err := s.store.GetCollection(c.Request().Context(), currentOrg(c).ID, id); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
+}
+
+// uploadStream is PUT /uploads/stream: the request body is the file,
+// streamed to storage as it arrives. replaceId names an upload of the org
+// to replace (anything else is ignored, as upstream).
+func (s *Server) uploadStream(c echo.Context) error {
+	filename := c.QueryParam("filename")
+	if filename == "" {
+		return validationError{missingField("query", "filename")}
+	}
+	meta, err := s.readUploadMeta(c)
+	if err != nil {
+		return err
+	}
+	ctx, org := c.Request().Context(), currentOrg(c)
+	if org.StorageQuotaReached() {
+		return errStorageQuotaReached
+	}
+	id, left := "upload-"+uuid.NewString(), quotaLeft(org)
+	var replaced *store.Crawl
+	if rid := c.QueryParam("replaceId"); rid != "" {
+		if old, err := s.store.GetCrawl(ctx, org.ID, rid); err == nil && old.Type == store.TypeUpload {
+			id, replaced = rid, old
+			if left >= 0 {
+				left += old.FileSize // the replaced files go
+			}
+		}
+	}
+	return s.storeUpload(c, id, meta, replaced, func(t fileTarget) ([]store.CrawlFile, error) {
+		f, err := s.putFile(ctx, t, uploadKey(t, id, filename), c.Request().Body, left)
+		return []store.CrawlFile{f}, err
+	})
+}
+
+// uploadFormData is PUT /uploads/formdata: each multipart part named
+// "uploads" is one file of a new upload, streamed to storage in turn.
+func (s *Server) uploadFormData(c echo.Context) error {
+	meta, err := s.readUploadMeta(c)
+	if err != nil {
+		return err
+	}
+	mr, err := c.Request().MultipartReader()
+	if err != nil {
+		return validationError{missingField("body", "uploads")}
+	}
+	ctx, org := c.Request().Context(), currentOrg(c)
+	if org.StorageQuotaReached() {
+		return errStorageQuotaReached
+	}
+	id, left := uuid.NewString(), quotaLeft(org)
+	return s.storeUpload(c, id, meta, nil, func(t fileTarget) ([]store.CrawlFile, error) {
+		var files []store.CrawlFile
+		for {
+			part, err := mr.NextPart()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return files, err
+			}
+			if part.FormName() != "uploads" {
+				continue
+			}
+			f, err := s.putFile(ctx, t, uploadKey(t, id, part.FileName()), part, left)
+			if err != nil {
+				return files, err
+			}
+			files = append(files, f)
+			if left >= 0 {
+				left -= f.Size
+			}
+		}
+		if len(files) == 0 {
+			return nil, validationError{missingField("body", "uploads")}
+		}
+		return files, nil
+	})
+}
+
+// uploadKey is where a file of upload id goes.
+func uploadKey(t fileTarget, id, clientName string) string {
+	return t.prefix + "uploads/" + id + "/" + uploadFilename(clientName)
+}
+
+// storeUpload stores the files put writes and records the upload (or its
+// replacement, whose old files then go). Files stored for an upload that
+// fails are removed again.
+func (s *Server) storeUpload(c echo.Context, id string, meta uploadMeta, replaced *store.Crawl,
+	put func(fileTarget) ([]store.CrawlFile, error)) error {
+	ctx, org := c.Request().Context(), currentOrg(c)
+	target, err := s.orgFiles(org)
+	if err != nil {
+		return storageError("upload_failed", err)
+	}
+	files, err := put(target)
+	if err != nil {
+		s.deleteObjects(ctx, org, files)
+		var ve validationError
+		switch {
+		case errors.Is(err, errOverQuota):
+			return errStorageQuotaReached
+		case errors.As(err, &ve):
+			return err
+		}
+		return &apiError{status: http.StatusBadRequest, detail: "upload_failed", cause: err}
+	}
+	u := &store.Upload{ID: id, UserID: currentUser(c).ID, OID: org.ID, Name: meta.name, Description: meta.description,
+		Tags: meta.tags, CollectionIDs: meta.collections, Files: files, At: s.now()}
+	if _, err := s.store.SaveUpload(ctx, u, replaced != nil); err != nil {
+		s.deleteObjects(ctx, org, files)
+		return err
+	}
+	if replaced != nil {
+		s.deleteObjects(ctx, org, replaced.Files)
+	}
+	s.notifyUpload(ctx, org.ID, id)
+	return c.JSON(http.StatusOK, uploadAddedOut{ID: id, Added: true, StorageQuotaReached: s.storageQuotaReached(ctx, org)})
+}
+
+// notifyUpload stores the uploadFinished notification; the upload is
+// stored either way, so a failure is only logged.
+func (s *Server) notifyUpload(ctx context.Context, oid uuid.UUID, id string) {
+	if s.webhooks == nil {
+		return
+	}
+	u, err := s.store.GetCrawl(ctx, oid, id)
+	if err == nil {
+		err = s.webhooks.UploadFinished(ctx, u)
+	}
+	if err != nil {
+		s.log.Error("storing uploadFinished notification", "upload", id, "err", err)
+	}
+}
+
+// deleteUploads deletes uploads and their files; crawls are not found.
+func (s *Server) deleteUploads(c echo.Context) error {
+	return s.deleteItems(c, func(u *store.Crawl) bool { return u.Type == store.TypeUpload }, "uploaded_crawl_not_found")
+}
+
+// uploadAddedOut answers an upload.
+type uploadAddedOut struct {
+	ID                  string `json:"id"`
+	Added               bool   `json:"added"`
+	StorageQuotaReached bool   `json:"storageQuotaReached"`
 }
