@@ -259,6 +259,9 @@ func (p *process) crawl() error {
 			return err
 		}
 	}
+	if err := p.loadProfile(); err != nil {
+		return err
+	}
 	if err := p.runWorkers(); err != nil {
 		return err
 	}

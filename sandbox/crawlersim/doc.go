@@ -53,6 +53,16 @@
 //	sim.browserCrashAtPage 0        browser disconnects during page N: page fails, interrupted, exit 11
 //	sim.hangAtPage         0        freeze during page N: signals unanswered, only a kill ends it
 //
+// # Browser profiles
+//
+// --profile @<key> is downloaded from STORE_ENDPOINT_URL + STORE_PATH +
+// <key> when the browser would launch (after the seeds are queued); a
+// profile that is missing or not a profile archive makes the crawl fail as
+// the crawler's does. A container whose command is create-login-profile
+// is the profile browser of a ProfileJob: it serves the backend's calls
+// on port 9223 of the pod and saves the origins it visited as a profile
+// tar.gz (profilebrowser.go).
+//
 // # What is not simulated
 //
 // The /healthz server, the screencast port, --diskUtilization (the sandbox

@@ -9,8 +9,8 @@ import (
 )
 
 // params are the crawler options the simulator honours, typed, with the
-// crawler's defaults applied. Options it accepts but ignores (profile,
-// userAgent*, text, headless, behaviors, ...) never reach this struct.
+// crawler's defaults applied. Options it accepts but ignores (userAgent*,
+// text, headless, behaviors, ...) never reach this struct.
 type params struct {
 	crawlID          string
 	redisURL         string
@@ -27,6 +27,7 @@ type params struct {
 	debugLogging     bool
 	maxPageTime      float64 // seconds: the pending-lock lease
 	healthCheckPort  int
+	profile          string // --profile: "@<key>" in storage, or a local file
 	sim              knobs
 	seedWarnings     []string // invalid seeds skipped and bad sim-* parameters
 }
@@ -57,6 +58,7 @@ func newParams(opts map[string]any, env map[string]string, hostname, ts string) 
 		restartsOnError:  optBool(opts, "restartsOnError"),
 		waitOnDone:       optBool(opts, "waitOnDone"),
 		healthCheckPort:  int(optNumber(opts, "healthCheckPort", 0)),
+		profile:          optString(opts, "profile", ""),
 	}
 	if p.crawlID == "" {
 		p.crawlID = env["CRAWL_ID"]

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -271,4 +272,30 @@ func profileOrigins(data []byte) ([]string, error) {
 		}
 		return strings.Fields(cookies.String()), nil
 	}
+}
+
+// loadProfile is the crawler's profile load when it launches the browser,
+// after queueing the seeds: "@<key>" is downloaded from
+// STORE_ENDPOINT_URL + STORE_PATH + key, anything else is a local file.
+// A profile that cannot be loaded is an exception, so the crawl fails as
+// the crawler's does (failing, then failed).
+func (p *process) loadProfile() error {
+	if p.p.profile == "" {
+		return nil
+	}
+	var data []byte
+	var err error
+	if key, ok := strings.CutPrefix(p.p.profile, "@"); ok {
+		data, err = podStorage{s: newStorage(p.opts.Env, p.opts.Hostname), dial: p.opts.Dial}.get(p.ctx, key)
+	} else {
+		data, err = os.ReadFile(p.resolvePath(p.p.profile))
+	}
+	if err == nil {
+		var origins []string
+		if origins, err = profileOrigins(data); err == nil {
+			p.log.info("browser", "Loaded profile", map[string]any{"profile": p.p.profile, "origins": origins})
+			return nil
+		}
+	}
+	return fmt.Errorf("loading profile %s: %w", p.p.profile, err)
 }

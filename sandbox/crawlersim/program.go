@@ -19,7 +19,8 @@ const crawlsMount = "/crawls"
 // Program adapts Run to the sandbox kubelet: the container's PVC mounted
 // at /crawls is the working directory, its other mounts (the crawl config
 // subPath) are resolved through Mounts, and its restart count gates
-// --sim.faultRuns. tune, when not nil, adjusts the options of every run,
+// --sim.faultRuns. The command create-login-profile runs the profile
+// browser instead (profilebrowser.go). tune, when not nil, adjusts the options of every run,
 // e.g. to set a TimeScale for a whole sandbox.
 func Program(tune func(*Options)) kubelet.Program {
 	return func(ctx context.Context, c *kubelet.Container) int {
@@ -48,6 +49,9 @@ func Program(tune func(*Options)) kubelet.Program {
 		}
 		if tune != nil {
 			tune(&opts)
+		}
+		if len(opts.Args) > 0 && opts.Args[0] == ProfileCommand {
+			return runProfileBrowser(ctx, opts, podStorage{s: newStorage(opts.Env, opts.Hostname), dial: opts.Dial})
 		}
 		return Run(ctx, opts)
 	}

@@ -1,8 +1,11 @@
 package crawlersim
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -62,34 +65,102 @@ func (s *storage) message(target, hash string, size int64, completed bool) doneM
 	return doneMessage{ID: s.crawlID, User: s.user, Filename: s.prefix + target, Hash: hash, Size: size, Completed: completed}
 }
 
-// upload PUTs the local file at path to STORE_ENDPOINT_URL + STORE_PATH +
-// target with the STORE_* keys (SigV4, path-style, as the crawler's S3
-// client signs), dialing through dial.
-func (s *storage) upload(ctx context.Context, path, target string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) error {
+// dialer reaches the storage server (the sandbox resolves cluster names).
+type dialer = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// client connects to STORE_ENDPOINT_URL with the STORE_* keys (SigV4,
+// path-style, as the crawler's S3 client signs), dialing through dial. It
+// returns the bucket and the key prefix of STORE_PATH; call done after.
+func (s *storage) client(dial dialer) (c *minio.Client, bucket, prefix string, done func(), err error) {
 	u, err := url.Parse(s.endpoint)
 	if err != nil || u.Host == "" {
-		return fmt.Errorf("STORE_ENDPOINT_URL %q is not a URL", s.endpoint)
+		return nil, "", "", nil, fmt.Errorf("STORE_ENDPOINT_URL %q is not a URL", s.endpoint)
 	}
-	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	bucket, keyPrefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
 	region := s.region
 	if region == "" {
 		region = "us-east-1"
 	}
 	transport := &http.Transport{DialContext: dial, ResponseHeaderTimeout: 30 * time.Second}
-	defer transport.CloseIdleConnections()
-	client, err := minio.New(u.Host, &minio.Options{
+	c, err = minio.New(u.Host, &minio.Options{
 		Creds:  credentials.NewStaticV4(s.accessKey, s.secretKey, ""),
 		Secure: u.Scheme == "https", Region: region, BucketLookup: minio.BucketLookupPath,
 		Transport: transport, MaxRetries: 2,
 	})
 	if err != nil {
-		return fmt.Errorf("storage client: %w", err)
+		return nil, "", "", nil, fmt.Errorf("storage client: %w", err)
 	}
-	key := prefix + s.storePath + target
-	if _, err := client.FPutObject(ctx, bucket, key, path, minio.PutObjectOptions{ContentType: "application/wacz"}); err != nil {
+	return c, bucket, keyPrefix + s.storePath, transport.CloseIdleConnections, nil
+}
+
+// upload PUTs the local file at path to STORE_ENDPOINT_URL + STORE_PATH +
+// target.
+func (s *storage) upload(ctx context.Context, path, target string, dial dialer) error {
+	c, bucket, prefix, done, err := s.client(dial)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := c.FPutObject(ctx, bucket, prefix+target, path, minio.PutObjectOptions{ContentType: "application/wacz"}); err != nil {
 		return fmt.Errorf("uploading %s to %s: %w", path, s.prefix+target, err)
 	}
 	return nil
+}
+
+// put stores data at STORE_ENDPOINT_URL + STORE_PATH + target.
+func (s *storage) put(ctx context.Context, target string, data []byte, dial dialer) error {
+	c, bucket, prefix, done, err := s.client(dial)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := c.PutObject(ctx, bucket, prefix+target, bytes.NewReader(data), int64(len(data)),
+		minio.PutObjectOptions{ContentType: "application/gzip"}); err != nil {
+		return fmt.Errorf("uploading %s: %w", s.prefix+target, err)
+	}
+	return nil
+}
+
+// get reads STORE_ENDPOINT_URL + STORE_PATH + target, as the crawler
+// downloads an "@" profile; a missing object is an error.
+func (s *storage) get(ctx context.Context, target string, dial dialer) ([]byte, error) {
+	c, bucket, prefix, done, err := s.client(dial)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	o, err := c.GetObject(ctx, bucket, prefix+target, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("downloading %s: %w", s.prefix+target, err)
+	}
+	defer o.Close()
+	data, err := io.ReadAll(o)
+	if err != nil {
+		return nil, fmt.Errorf("downloading %s: %w", s.prefix+target, err)
+	}
+	return data, nil
+}
+
+// podStorage is the storage of a pod's process, as a profileStore.
+type podStorage struct {
+	s    *storage // nil without STORE_ENDPOINT_URL
+	dial dialer
+}
+
+var errNoStorage = errors.New("STORE_ENDPOINT_URL is not set")
+
+func (p podStorage) put(ctx context.Context, key string, data []byte) error {
+	if p.s == nil {
+		return errNoStorage
+	}
+	return p.s.put(ctx, key, data, p.dial)
+}
+
+func (p podStorage) get(ctx context.Context, key string) ([]byte, error) {
+	if p.s == nil {
+		return nil, errNoStorage
+	}
+	return p.s.get(ctx, key, p.dial)
 }
 
 // tsDigits is the crawler's @ts: the ISO timestamp with ":", "T", "Z", "."
