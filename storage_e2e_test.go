@@ -174,6 +174,12 @@ func (c *client) runCrawl(name, seed string, scale int) map[string]any {
 	if id == "" {
 		c.t.Fatalf("no crawl started: %v", out)
 	}
+	return c.waitCrawl(id)
+}
+
+// waitCrawl waits until crawl id has ended and returns it.
+func (c *client) waitCrawl(id string) map[string]any {
+	c.t.Helper()
 	deadline := time.Now().Add(4 * time.Minute)
 	for {
 		crawl := c.json("GET", c.org("/crawls/"+id), nil, 200)
