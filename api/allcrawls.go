@@ -26,14 +26,20 @@ func crawlTypes(c echo.Context) ([]string, error) {
 
 // listAllCrawls lists crawls and uploads, newest finished first.
 func (s *Server) listAllCrawls(c echo.Context) error {
+	types, err := crawlTypes(c)
+	if err != nil {
+		return err
+	}
+	return s.listItems(c, types)
+}
+
+// listItems lists the org's items of the given types (all-crawls and
+// uploads), newest finished first unless the query sorts otherwise.
+func (s *Server) listItems(c echo.Context, types []string) error {
 	q := newQuery(c)
 	p := q.page()
 	f := crawlFilter(q, p)
 	if err := q.err(); err != nil {
-		return err
-	}
-	types, err := crawlTypes(c)
-	if err != nil {
 		return err
 	}
 	f.Types = types

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -33,22 +32,7 @@ func (s *Server) uploadParam(c echo.Context, notFoundDetail string) (*store.Craw
 }
 
 // listUploads lists the org's uploads, newest finished first.
-func (s *Server) listUploads(c echo.Context) error {
-	q := newQuery(c)
-	p := q.page()
-	f := crawlFilter(q, p)
-	if err := q.err(); err != nil {
-		return err
-	}
-	f.Types = []string{store.TypeUpload}
-	if f.SortBy == "" {
-		f.SortBy = "finished"
-	}
-	if !slices.Contains(allCrawlsSorts, f.SortBy) {
-		return badRequest("invalid_sort_by")
-	}
-	return s.listCrawlsWith(c, currentOrg(c).ID, f, p)
-}
+func (s *Server) listUploads(c echo.Context) error { return s.listItems(c, []string{store.TypeUpload}) }
 
 // getUpload is one upload without its files (crawler role, as upstream).
 func (s *Server) getUpload(c echo.Context) error {

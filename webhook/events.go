@@ -63,20 +63,10 @@ func (n *Notifier) CrawlStarted(ctx context.Context, c *store.Crawl) error {
 // its collections (auto-added ones included), as upstream does. Calling
 // it again for the same crawl sends nothing more.
 func (n *Notifier) CrawlFinished(ctx context.Context, c *store.Crawl) error {
-	org, ok, err := n.subscribed(ctx, c.OID, store.EventCrawlFinished)
-	if !ok {
-		return err
-	}
-	paths, err := n.resources(ctx, c)
-	if err != nil {
-		return fmt.Errorf("listing crawl files: %w", err)
-	}
-	body := crawlFinishedBody{DownloadURLs: absoluteURLs(org.Origin, paths), OrgID: c.OID.String(), ItemID: c.ID,
-		Event: store.EventCrawlFinished, State: c.State}
-	if err := n.emit(ctx, org, store.EventCrawlFinished, onceID(store.EventCrawlFinished, c.ID), body); err != nil {
-		return err
-	}
-	return n.addedToItsCollections(ctx, org, c, c.ID)
+	return n.itemFinished(ctx, c, store.EventCrawlFinished, c.ID, func(urls []string) any {
+		return crawlFinishedBody{DownloadURLs: urls, OrgID: c.OID.String(), ItemID: c.ID,
+			Event: store.EventCrawlFinished, State: c.State}
+	})
 }
 
 // UploadFinished notifies the org that upload u was stored (a new upload
@@ -84,25 +74,33 @@ func (n *Notifier) CrawlFinished(ctx context.Context, c *store.Crawl) error {
 // added to each of its collections, as upstream does. Calling it again for
 // the same stored files sends nothing more.
 func (n *Notifier) UploadFinished(ctx context.Context, u *store.Crawl) error {
-	org, ok, err := n.subscribed(ctx, u.OID, store.EventUploadFinished)
-	if !ok {
-		return err
-	}
-	paths, err := n.resources(ctx, u)
-	if err != nil {
-		return fmt.Errorf("listing upload files: %w", err)
-	}
-	body := uploadFinishedBody{DownloadURLs: absoluteURLs(org.Origin, paths), OrgID: u.OID.String(), ItemID: u.ID,
-		Event: store.EventUploadFinished}
 	// The stored names are new for every replacement: one event each.
 	version := u.ID
 	for _, f := range u.Files {
 		version += "/" + f.Filename
 	}
-	if err := n.emit(ctx, org, store.EventUploadFinished, onceID(store.EventUploadFinished, version), body); err != nil {
+	return n.itemFinished(ctx, u, store.EventUploadFinished, version, func(urls []string) any {
+		return uploadFinishedBody{DownloadURLs: urls, OrgID: u.OID.String(), ItemID: u.ID, Event: store.EventUploadFinished}
+	})
+}
+
+// itemFinished stores event for a finished crawl or a stored upload, its
+// body made with the download URLs of the item's files, then an
+// addedToCollection for each collection it is in. version identifies this
+// finish of the item, so a repeated call sends nothing more.
+func (n *Notifier) itemFinished(ctx context.Context, item *store.Crawl, event, version string, body func(downloadURLs []string) any) error {
+	org, ok, err := n.subscribed(ctx, item.OID, event)
+	if !ok {
 		return err
 	}
-	return n.addedToItsCollections(ctx, org, u, version)
+	paths, err := n.resources(ctx, item)
+	if err != nil {
+		return fmt.Errorf("listing the files of %s: %w", item.ID, err)
+	}
+	if err := n.emit(ctx, org, event, onceID(event, version), body(absoluteURLs(org.Origin, paths))); err != nil {
+		return err
+	}
+	return n.addedToItsCollections(ctx, org, item, version)
 }
 
 // addedToItsCollections follows a finished crawl or upload with one
