@@ -8,8 +8,9 @@
 // (the child pods and PVCs) and status.go (pod views, conditions); apply.go
 // converges the children. A per-crawl poller (poller.go) reads the crawl's
 // Redis on a short timer so a crawler's change reaches the status within a
-// second, without ever blocking a worker; finish.go runs the post-crawl
-// tasks.
+// second, without ever blocking a worker. posttasks.go runs the post-crawl
+// tasks, release.go ends a finished job, crawllogs.go logs a failed crawl's
+// pods; deps.go names what the operator consumes.
 //
 // The crawl document in MongoDB is the source of truth for the crawl state;
 // the operator moves it with compare-and-set transitions through the

@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	"k8s.io/utils/clock"
 
 	"github.com/trawlerhq/trawler/k8s"
@@ -41,27 +40,6 @@ const (
 	ReasonDocumentMissing = "CrawlDocumentMissing"
 	ReasonCreateFailed    = "CreateFailed"
 )
-
-// Deps are the operator's collaborators. Kube, Trawler and Store are
-// required; the rest have defaults.
-type Deps struct {
-	Kube    kubernetes.Interface
-	Trawler versioned.Interface
-	Store   CrawlStore
-	// Clock drives every time-based decision (default: real time).
-	Clock clock.WithTicker
-	// Logs reads a pod's log for failed crawls (default: the pods/log API).
-	Logs LogReader
-	// Recorder records Events (default: the events API).
-	Recorder record.EventRecorder
-	// Log is the operator's logger (default: slog.Default()).
-	Log *slog.Logger
-	// Metrics reads pod usage from metrics.k8s.io when the cluster serves
-	// it (nil: no usage is reported).
-	Metrics metricsclient.Interface
-	// Events, when set, is told when crawls start and finish (webhooks).
-	Events EventSender
-}
 
 // Controller reconciles CrawlJobs and ProfileJobs in one namespace.
 type Controller struct {

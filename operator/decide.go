@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -491,3 +492,5 @@ func orgSlotFree(cj *trawlerv1.CrawlJob, siblings []*trawlerv1.CrawlJob, maxConc
 	}
 	return holding < maxConcurrent
 }
+
+func joinProblems(p []string) string { return strings.Join(p, "; ") }

@@ -11,15 +11,6 @@ import (
 	"github.com/trawlerhq/trawler/store"
 )
 
-// EventSender is told when crawls start running and when they finish; it
-// stores their webhook notifications, which are delivered in the
-// background (webhook.Notifier implements it). Both calls may be repeated
-// for a crawl: only the first stores anything.
-type EventSender interface {
-	CrawlStarted(ctx context.Context, c *store.Crawl) error
-	CrawlFinished(ctx context.Context, c *store.Crawl) error
-}
-
 // startedKey is the finishers key of a crawl's crawlStarted notification.
 func startedKey(key string) string { return "started/" + key }
 

@@ -9,37 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
 	"github.com/trawlerhq/trawler/store"
 )
-
-// CrawlStore is what the operator needs from the crawl database. Every
-// method may be called again after a crash, so each must be idempotent;
-// *store.Mongo implements it.
-type CrawlStore interface {
-	// SetCrawlState is the compare-and-set of state transitions; it returns
-	// whether it changed the crawl and the crawl as stored afterwards.
-	SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra store.CrawlStateExtra) (bool, *store.Crawl, error)
-	// UpdateCrawlStats stores live stats unless the crawl has ended.
-	UpdateCrawlStats(ctx context.Context, crawlID string, s store.CrawlStats) (bool, error)
-	// AddCrawlFiles records WACZ files, each at most once per filename.
-	AddCrawlFiles(ctx context.Context, crawlID string, files []store.CrawlFile) (store.FileResult, error)
-	// AddCrawlErrors records error lines seq, seq+1, ... at most once.
-	AddCrawlErrors(ctx context.Context, crawlID string, seq int64, lines []string) error
-	// SetCrawlPods replaces the per-pod view of the crawl.
-	SetCrawlPods(ctx context.Context, crawlID string, pods map[string]store.PodStatus) error
-	// RunPostCrawlTasks does the store's idempotent post-crawl work.
-	RunPostCrawlTasks(ctx context.Context, crawlID string) (*store.Crawl, error)
-	// GetCrawlByID returns a crawl in any org.
-	GetCrawlByID(ctx context.Context, id string) (*store.Crawl, error)
-	// GetOrg returns an org (for its concurrency quota).
-	GetOrg(ctx context.Context, id uuid.UUID) (*store.Org, error)
-}
-
-var _ CrawlStore = (*store.Mongo)(nil)
 
 // doneMessage is what a crawler pushes to crawls-done after uploading a
 // WACZ.

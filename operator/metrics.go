@@ -46,14 +46,7 @@ type podUsage struct {
 	Memory   int64 // bytes
 }
 
-// usageAPI reads pod usage. metricsAPI is the metrics.k8s.io one.
-type usageAPI interface {
-	// served reports whether pod metrics are served.
-	served(ctx context.Context) (bool, error)
-	// list returns the usage of the pods of ns matching selector, by name.
-	list(ctx context.Context, ns, selector string) (map[string]podUsage, error)
-}
-
+// metricsAPI is the usageAPI of metrics.k8s.io.
 type metricsAPI struct{ c metricsclient.Interface }
 
 func (m metricsAPI) served(ctx context.Context) (bool, error) {

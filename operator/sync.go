@@ -12,6 +12,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -383,4 +384,28 @@ func minPositive(a, b time.Duration) time.Duration {
 		return a
 	}
 	return min(a, b)
+}
+
+// toStorePod converts the status view of a pod for the crawl document.
+func toStorePod(p trawlerv1.PodStatus, now time.Time) store.PodStatus {
+	milli := func(m map[string]string, k string) int64 {
+		q, err := resource.ParseQuantity(m[k])
+		if err != nil {
+			return 0
+		}
+		return q.MilliValue()
+	}
+	bytes := func(m map[string]string, k string) int64 {
+		q, err := resource.ParseQuantity(m[k])
+		if err != nil {
+			return 0
+		}
+		return q.Value()
+	}
+	return store.PodStatus{
+		Phase: p.Phase, Restarts: p.Restarts, ExitCode: p.ExitCode, Reason: p.Reason,
+		CPUAllocMilli: milli(p.Requests, "cpu"), MemoryAlloc: bytes(p.Requests, "memory"),
+		StorageAlloc: bytes(p.Requests, "storage"), CPUUsedMilli: milli(p.Usage, "cpu"),
+		MemoryUsed: bytes(p.Usage, "memory"), LastUpdated: now,
+	}
 }

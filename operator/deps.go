@@ -1,0 +1,95 @@
+package operator
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/google/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
+	"k8s.io/utils/clock"
+
+	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// The operator's collaborators and the interfaces it consumes, declared on
+// the consumer side: main passes the concrete types (store.Mongo, the
+// clientsets), tests pass fakes. The checks at the end keep the
+// implementations in step.
+
+// Deps are the operator's collaborators. Kube, Trawler and Store are
+// required; the rest have defaults.
+type Deps struct {
+	Kube    kubernetes.Interface
+	Trawler versioned.Interface
+	Store   CrawlStore
+	// Clock drives every time-based decision (default: real time).
+	Clock clock.WithTicker
+	// Logs reads a pod's log for failed crawls (default: the pods/log API).
+	Logs LogReader
+	// Recorder records Events (default: the events API).
+	Recorder record.EventRecorder
+	// Log is the operator's logger (default: slog.Default()).
+	Log *slog.Logger
+	// Metrics reads pod usage from metrics.k8s.io when the cluster serves
+	// it (nil: no usage is reported).
+	Metrics metricsclient.Interface
+	// Events, when set, is told when crawls start and finish (webhooks).
+	Events EventSender
+}
+
+// CrawlStore is what the operator needs from the crawl database. Every
+// method may be called again after a crash, so each must be idempotent;
+// *store.Mongo implements it.
+type CrawlStore interface {
+	// SetCrawlState is the compare-and-set of state transitions; it returns
+	// whether it changed the crawl and the crawl as stored afterwards.
+	SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra store.CrawlStateExtra) (bool, *store.Crawl, error)
+	// UpdateCrawlStats stores live stats unless the crawl has ended.
+	UpdateCrawlStats(ctx context.Context, crawlID string, s store.CrawlStats) (bool, error)
+	// AddCrawlFiles records WACZ files, each at most once per filename.
+	AddCrawlFiles(ctx context.Context, crawlID string, files []store.CrawlFile) (store.FileResult, error)
+	// AddCrawlErrors records error lines seq, seq+1, ... at most once.
+	AddCrawlErrors(ctx context.Context, crawlID string, seq int64, lines []string) error
+	// SetCrawlPods replaces the per-pod view of the crawl.
+	SetCrawlPods(ctx context.Context, crawlID string, pods map[string]store.PodStatus) error
+	// RunPostCrawlTasks does the store's idempotent post-crawl work.
+	RunPostCrawlTasks(ctx context.Context, crawlID string) (*store.Crawl, error)
+	// GetCrawlByID returns a crawl in any org.
+	GetCrawlByID(ctx context.Context, id string) (*store.Crawl, error)
+	// GetOrg returns an org (for its concurrency quota).
+	GetOrg(ctx context.Context, id uuid.UUID) (*store.Org, error)
+}
+
+// LogReader reads container logs; the sandbox provides one since its
+// kubelet serves no pods/log endpoint.
+type LogReader interface {
+	// PodLogs returns the last tail lines of a container's log.
+	PodLogs(ctx context.Context, namespace, pod, container string, tail int64) (string, error)
+}
+
+// usageAPI reads pod usage. metricsAPI is the metrics.k8s.io one.
+type usageAPI interface {
+	// served reports whether pod metrics are served.
+	served(ctx context.Context) (bool, error)
+	// list returns the usage of the pods of ns matching selector, by name.
+	list(ctx context.Context, ns, selector string) (map[string]podUsage, error)
+}
+
+// EventSender is told when crawls start running and when they finish; it
+// stores their webhook notifications, which are delivered in the
+// background (webhook.Notifier implements it). Both calls may be repeated
+// for a crawl: only the first stores anything.
+type EventSender interface {
+	CrawlStarted(ctx context.Context, c *store.Crawl) error
+	CrawlFinished(ctx context.Context, c *store.Crawl) error
+}
+
+// Compile-time checks of the implementations.
+var (
+	_ CrawlStore = (*store.Mongo)(nil)
+	_ LogReader  = apiLogReader{}
+	_ usageAPI   = metricsAPI{}
+)
