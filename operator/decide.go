@@ -53,6 +53,9 @@ type observed struct {
 	Redis *redisState
 	// FinishTasksDone is true when the post-crawl tasks just completed.
 	FinishTasksDone bool
+	// StartedNotified is true when the crawlStarted notification was just
+	// stored.
+	StartedNotified bool
 }
 
 // transition is a state change to attempt as a compare-and-set on the
@@ -69,14 +72,17 @@ type transition struct {
 // (for capacity or for its org's limit) stays as it is.
 var waitingCapacityFrom = slices.Concat([]string{store.StateStarting}, store.RunningStates)
 
-// decision is what decide concluded: the next status (without the result
-// of the transition, which the store decides), the children to have, what
+// decision is what decide concluded: the status fields it decides, the
+// state transitions to ask the store for (the store decides whether they
+// happen; crawlStatus folds its answers in), the children to have, what
 // to assert in Redis and when to look again.
 type decision struct {
-	Status     trawlerv1.CrawlJobStatus
-	Transition *transition
-	Plan       childPlan
-	Control    redisControl
+	// Status holds what decide decides; its State is the state this pass
+	// plans to reach, not yet what the crawl is.
+	Status      trawlerv1.CrawlJobStatus
+	Transitions []transition
+	Plan        childPlan
+	Control     redisControl
 	// Poll says whether the crawl's Redis should be polled.
 	Poll bool
 	// Teardown is set once the crawl is finished or the job deleted.
@@ -88,8 +94,7 @@ type decision struct {
 }
 
 // decide is the whole reconcile logic of a CrawlJob, as a pure function of
-// what was observed. A deleted job comes here once sync has canceled it
-// (its status then says finished), and decide tears it down.
+// what was observed.
 func decide(o observed, cfg Config) decision {
 	cj := o.Job
 	d := decision{Status: *cj.Status.DeepCopy()}
@@ -98,21 +103,17 @@ func decide(o observed, cfg Config) decision {
 		st.State = store.StateStarting
 	}
 	st.ObservedGeneration = cj.Generation
-	st.Pods = podStatuses(o)
 	d.Problems = validateSpec(cj, cfg, o.ConfigMapOK)
 	setSpecCondition(st, d.Problems, o.Now)
 
+	if cj.DeletionTimestamp != nil && st.Finished == nil {
+		// Deleting a job cancels its crawl at once (a crawl whose document
+		// is gone or already final adopts that), and tears it down.
+		d.plan(transition{To: store.StateCanceled, From: store.ActiveStates, Finished: true})
+		d.teardown(o)
+		return d
+	}
 	if st.Finished != nil || store.IsFinished(st.State) {
-		// Keep the last view of pods torn down: their exit is the story of
-		// the crawl.
-		for k, v := range cj.Status.Pods {
-			if _, ok := st.Pods[k]; !ok {
-				if st.Pods == nil {
-					st.Pods = map[string]trawlerv1.PodStatus{}
-				}
-				st.Pods[k] = v
-			}
-		}
 		d.teardown(o)
 		return d
 	}
@@ -125,7 +126,7 @@ func decide(o observed, cfg Config) decision {
 		// Without its config no crawler can start; give the API a moment to
 		// create it, then fail the crawl as upstream does.
 		if startingTooLong {
-			d.Transition = &transition{To: store.StateFailed, From: store.ActiveStates, Finished: true}
+			d.plan(transition{To: store.StateFailed, From: store.ActiveStates, Finished: true})
 		} else {
 			d.after(created.Add(cfg.StartingTimeout).Sub(o.Now))
 		}
@@ -136,12 +137,12 @@ func decide(o observed, cfg Config) decision {
 	case store.StateStarting, store.StateWaitingOrgLimit:
 		if !o.OrgSlotFree {
 			if st.State == store.StateStarting {
-				d.Transition = &transition{To: store.StateWaitingOrgLimit, From: []string{store.StateStarting}}
+				d.plan(transition{To: store.StateWaitingOrgLimit, From: []string{store.StateStarting}})
 			}
 			return d
 		}
 		if st.State == store.StateWaitingOrgLimit {
-			d.Transition = &transition{To: store.StateStarting, From: []string{store.StateWaitingOrgLimit}}
+			d.plan(transition{To: store.StateStarting, From: []string{store.StateWaitingOrgLimit}})
 			st.State = store.StateStarting
 		}
 	}
@@ -167,7 +168,7 @@ func decide(o observed, cfg Config) decision {
 	case !active:
 		st.WaitingReason = schedulingMessage(o.Crawlers)
 		if store.IsRunning(st.State) || (st.State == store.StateStarting && startingTooLong) {
-			d.Transition = &transition{To: store.StateWaitingCapacity, From: waitingCapacityFrom}
+			d.plan(transition{To: store.StateWaitingCapacity, From: waitingCapacityFrom})
 		} else if st.State == store.StateStarting {
 			d.after(created.Add(cfg.StartingTimeout).Sub(o.Now))
 		}
@@ -179,7 +180,7 @@ func decide(o observed, cfg Config) decision {
 		}
 		if (store.IsRunning(st.State) && o.Now.Sub(since) >= cfg.RedisUnreachableGrace) ||
 			(st.State == store.StateStarting && startingTooLong) {
-			d.Transition = &transition{To: store.StateWaitingCapacity, From: waitingCapacityFrom}
+			d.plan(transition{To: store.StateWaitingCapacity, From: waitingCapacityFrom})
 		} else if store.IsRunning(st.State) {
 			d.after(since.Add(cfg.RedisUnreachableGrace).Sub(o.Now))
 		} else if st.State == store.StateStarting {
@@ -203,6 +204,12 @@ func decide(o observed, cfg Config) decision {
 		}
 	}
 	return d
+}
+
+// plan asks for a state change. A later rule of the same pass replaces an
+// earlier one.
+func (d *decision) plan(t transition) {
+	d.Transitions = []transition{t}
 }
 
 // running handles a crawl with an active crawler and a reachable Redis:
@@ -259,17 +266,17 @@ func (d *decision) running(o observed, cfg Config) {
 			// Wait for every WACZ to be recorded and every done crawler to
 			// exit; the poller and pod events bring us back.
 		case done > 0 && r.PagesFound == 1 && r.FilesAdded == 0:
-			d.Transition = &transition{To: store.StateFailed, From: store.ActiveStates, Finished: true, Stats: stats}
+			d.plan(transition{To: store.StateFailed, From: store.ActiveStates, Finished: true, Stats: stats})
 		case done > 0:
 			state := store.StatePartialComplete
 			if r.PagesDone > 0 && r.PagesDone >= r.PagesFound {
 				state = store.StateComplete
 			}
-			d.Transition = &transition{To: state, From: store.ActiveStates, Finished: true, Stats: stats}
+			d.plan(transition{To: state, From: store.ActiveStates, Finished: true, Stats: stats})
 		case stopping && r.PagesDone == 0:
-			d.Transition = &transition{To: store.StateCanceled, From: store.ActiveStates, Finished: true, Stats: stats}
+			d.plan(transition{To: store.StateCanceled, From: store.ActiveStates, Finished: true, Stats: stats})
 		default:
-			d.Transition = &transition{To: store.StateFailed, From: store.ActiveStates, Finished: true, Stats: stats}
+			d.plan(transition{To: store.StateFailed, From: store.ActiveStates, Finished: true, Stats: stats})
 		}
 		return
 	}
@@ -288,7 +295,7 @@ func (d *decision) running(o observed, cfg Config) {
 		if next == store.StateRunning {
 			from = slices.Concat(store.RunningStates, []string{store.StateStarting, store.StateWaitingCapacity})
 		}
-		d.Transition = &transition{To: next, From: from}
+		d.plan(transition{To: next, From: from})
 	}
 }
 

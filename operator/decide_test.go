@@ -23,17 +23,25 @@ func runningStatus(state string, scale int32) func(*trawlerv1.CrawlJob) {
 	})
 }
 
+// wantTransition checks that decide planned exactly one state change, to
+// to ("" = none).
 func wantTransition(to string) func(*testing.T, decision) {
+	if to == "" {
+		return wantTransitions()
+	}
+	return wantTransitions(to)
+}
+
+// wantTransitions checks the state changes decide planned, in order.
+func wantTransitions(to ...string) func(*testing.T, decision) {
 	return func(t *testing.T, d decision) {
 		t.Helper()
-		if to == "" {
-			if d.Transition != nil {
-				t.Errorf("transition to %s, want none", d.Transition.To)
-			}
-			return
+		var got []string
+		for _, tr := range d.Transitions {
+			got = append(got, tr.To)
 		}
-		if d.Transition == nil || d.Transition.To != to {
-			t.Errorf("transition %+v, want to %s", d.Transition, to)
+		if !slices.Equal(got, to) {
+			t.Errorf("transitions %v, want %v", got, to)
 		}
 	}
 }
@@ -117,8 +125,8 @@ func TestDecide(t *testing.T) {
 			job: newJob(1, runningStatus(store.StateWaitingCapacity, 1)), at: time.Minute,
 			pods: pods(corev1.PodRunning), redis: reachable("running"),
 			checks: []check{wantTransition(store.StateRunning), func(t *testing.T, d decision) {
-				if !slices.Contains(d.Transition.From, store.StateWaitingCapacity) {
-					t.Errorf("from %v", d.Transition.From)
+				if !slices.Contains(d.Transitions[0].From, store.StateWaitingCapacity) {
+					t.Errorf("from %v", d.Transitions[0].From)
 				}
 			}}},
 		{name: "all done and exited: complete with stats",
@@ -130,8 +138,8 @@ func TestDecide(t *testing.T) {
 				return r
 			}(),
 			checks: []check{wantTransition(store.StateComplete), func(t *testing.T, d decision) {
-				if !d.Transition.Finished || *d.Transition.Stats != (store.CrawlStats{Found: 5, Done: 5}) {
-					t.Errorf("transition %+v", d.Transition)
+				if !d.Transitions[0].Finished || *d.Transitions[0].Stats != (store.CrawlStats{Found: 5, Done: 5}) {
+					t.Errorf("transition %+v", d.Transitions[0])
 				}
 			}}},
 		{name: "done with pages left: partial_complete",

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
 	"github.com/trawlerhq/trawler/store"
@@ -17,18 +16,13 @@ func startedKey(key string) string { return "started/" + key }
 // notifyStarted stores the crawlStarted notification of a running crawl
 // in the background, so that the sync never waits for it, retrying with
 // backoff until it is stored; then the StartedNotified condition records
-// that, so it is stored exactly once even across operator restarts (the
-// notifier ignores a repeat).
-func (c *Controller) notifyStarted(ctx context.Context, key string, cj *trawlerv1.CrawlJob, d *decision) {
-	if c.events == nil || d.Status.State != store.StateRunning ||
-		meta.IsStatusConditionTrue(d.Status.Conditions, CondStartedNotified) {
+// that (crawlStatus sets it), so it is stored exactly once even across
+// operator restarts (the notifier ignores a repeat).
+func (c *Controller) notifyStarted(ctx context.Context, key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus) {
+	if c.events == nil || st.State != store.StateRunning || meta.IsStatusConditionTrue(st.Conditions, CondStartedNotified) {
 		return
 	}
 	skey := startedKey(key)
-	if c.finishers.done(skey) {
-		setCondition(&d.Status, CondStartedNotified, metav1.ConditionTrue, "Stored", "crawlStarted notification stored", c.clock.Now())
-		return
-	}
 	id := cj.Spec.ID
 	c.finishers.start(skey, func() {
 		for attempt := 1; ctx.Err() == nil; attempt++ {

@@ -6,9 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
 	"github.com/trawlerhq/trawler/store"
 )
@@ -61,19 +58,12 @@ func (f *finishers) forget(key string) {
 
 func (f *finishers) wait() { f.wg.Wait() }
 
-// finish runs the post-crawl tasks of a finished crawl in the background
-// and, once they are done, records that in the status so a restarted
-// operator does not redo them.
-func (c *Controller) finish(ctx context.Context, key string, cj *trawlerv1.CrawlJob, d *decision, o observed) {
-	if meta.IsStatusConditionTrue(d.Status.Conditions, CondFinishTasks) {
-		return
-	}
-	if c.finishers.done(key) {
-		setCondition(&d.Status, CondFinishTasks, metav1.ConditionTrue, "Done", "post-crawl tasks done", c.clock.Now())
-		return
-	}
+// startPostCrawlTasks runs the post-crawl tasks of a finished crawl in
+// the background, once; when they are done the job is synced again, and
+// crawlStatus records that in the status, so a restarted operator does
+// not redo them.
+func (c *Controller) startPostCrawlTasks(ctx context.Context, key string, cj *trawlerv1.CrawlJob, hasRedis bool) {
 	job := cj.DeepCopy()
-	hasRedis := o.RedisPod != nil
 	c.finishers.start(key, func() {
 		c.finishTasks(ctx, key, job, hasRedis)
 		if ctx.Err() == nil {

@@ -13,14 +13,63 @@ import (
 	"github.com/trawlerhq/trawler/store"
 )
 
+// crawlStatus is the status a sync writes, computed once after its I/O
+// (in the manner of KubeRay's calculateStatus): what decide decided, the
+// pods as observed (with their usage), the store's answers to the state
+// transitions decide planned, in order, and whether the post-crawl tasks
+// and the crawlStarted notification are done. The crawl document is the source of truth for the state: a
+// transition the store refused leaves the state the document holds, and
+// the transitions planned after it are not attempted (results is shorter
+// than d.Transitions then, as it is after a store error).
+func crawlStatus(o observed, d decision, results []transitionResult) trawlerv1.CrawlJobStatus {
+	st := *d.Status.DeepCopy()
+	st.State = o.Job.Status.State
+	if st.State == "" {
+		st.State = store.StateStarting
+	}
+	for i, res := range results {
+		applyTransitionResult(&st, d.Transitions[i], res, o.Now)
+		if !res.Changed {
+			break
+		}
+	}
+	if o.Job.DeletionTimestamp != nil && len(results) > 0 && st.Finished == nil {
+		// The store answered the cancel of a deleted job with a state that
+		// is neither cancelable nor final: the job goes anyway.
+		f := metav1.NewTime(o.Now.Truncate(time.Second))
+		st.Finished = &f
+	}
+
+	if o.StartedNotified {
+		setCondition(&st, CondStartedNotified, metav1.ConditionTrue, "Stored", "crawlStarted notification stored", o.Now)
+	}
+	st.Pods = podStatuses(o)
+	if st.Finished != nil {
+		// Keep the last view of pods torn down: their exit is the story of
+		// the crawl.
+		for k, v := range o.Job.Status.Pods {
+			if _, ok := st.Pods[k]; !ok {
+				if st.Pods == nil {
+					st.Pods = map[string]trawlerv1.PodStatus{}
+				}
+				st.Pods[k] = v
+			}
+		}
+		if o.FinishTasksDone {
+			setCondition(&st, CondFinishTasks, metav1.ConditionTrue, "Done", "post-crawl tasks done", o.Now)
+		}
+	}
+	return st
+}
+
 // applyTransitionResult folds the store's answer to a state transition
 // into the status: the new state when it changed, else the document's
 // actual state (the document is the source of truth).
-func applyTransitionResult(st *trawlerv1.CrawlJobStatus, t *transition, res transitionResult, now time.Time) {
+func applyTransitionResult(st *trawlerv1.CrawlJobStatus, t transition, res transitionResult, now time.Time) {
 	if res.Changed {
 		st.State = t.To
-		if t.Finished {
-			f := metav1.NewTime(now.Truncate(time.Second))
+		if t.Finished && res.Finished != nil {
+			f := metav1.NewTime(*res.Finished)
 			st.Finished = &f
 		}
 		if t.Stats != nil {
@@ -41,7 +90,9 @@ func applyTransitionResult(st *trawlerv1.CrawlJobStatus, t *transition, res tran
 	}
 }
 
-// transitionResult is the store's answer to a compare-and-set transition.
+// transitionResult is the store's answer to a compare-and-set transition:
+// whether it changed the crawl, and the crawl's state and finished time
+// afterwards (the time written, when it changed).
 type transitionResult struct {
 	Changed  bool
 	State    string

@@ -97,14 +97,14 @@ func TestHumanSize(t *testing.T) {
 
 func TestApplyTransitionResult(t *testing.T) {
 	now := t0.Add(90*time.Second + 300*time.Millisecond)
-	tr := &transition{To: store.StateComplete, Finished: true, Stats: &store.CrawlStats{Found: 3, Done: 3, Size: 2000}}
+	tr := transition{To: store.StateComplete, Finished: true, Stats: &store.CrawlStats{Found: 3, Done: 3, Size: 2000}}
 	tests := []struct {
 		name         string
 		res          transitionResult
 		wantState    string
 		wantFinished *time.Time
 	}{
-		{"changed", transitionResult{Changed: true}, store.StateComplete, ptr(t0.Add(90 * time.Second))},
+		{"changed", transitionResult{Changed: true, State: store.StateComplete, Finished: ptr(t0.Add(90 * time.Second))}, store.StateComplete, ptr(t0.Add(90 * time.Second))},
 		{"lost to a cancel: adopt the document", transitionResult{State: store.StateCanceled, Finished: ptr(t0.Add(80 * time.Second))},
 			store.StateCanceled, ptr(t0.Add(80 * time.Second))},
 		{"document terminal without finished time", transitionResult{State: store.StateFailed}, store.StateFailed, ptr(t0.Add(90 * time.Second))},

@@ -22,8 +22,10 @@ import (
 )
 
 // sync reconciles one CrawlJob. It reads as the steps of the operator:
-// get, deletion path, finalizer, observe, decide, record the state,
-// apply children, finish, write status.
+// get, finalizer, observe, decide, then the I/O decide asked for (state
+// transitions in the store, children, the poller), then the status,
+// computed once from all of that and written once, and what follows from
+// it (post-crawl tasks, release).
 func (c *Controller) sync(ctx context.Context, key string) error {
 	cj, err := c.getJob(key)
 	if apierrors.IsNotFound(err) {
@@ -49,17 +51,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if cj.DeletionTimestamp != nil && cj.Status.Finished == nil {
-		// Deleting a running crawl cancels it, at once; decide then tears
-		// it down.
-		o.Job = cj.DeepCopy()
-		if err := c.cancelOnDelete(ctx, cj, &o.Job.Status); err != nil {
-			return err
-		}
-	}
 	d := decide(o, c.cfg)
 	c.reportProblems(cj, d.Problems)
-
 	if d.Poll {
 		c.pollers.ensure(context.WithoutCancel(ctx), key, cj, d.Control)
 	} else {
@@ -67,43 +60,45 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 
 	var errs []error
-	if d.Transition != nil {
-		if err := c.recordTransition(ctx, cj, &d, o.Crawlers); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	c.notifyStarted(ctx, key, cj, &d)
-	if d.Status.Finished != nil && !d.Teardown {
-		// The crawl just ended: tear down from the next sync on.
-		c.queue.Add(key)
+	results, err := c.recordTransitions(ctx, cj, d.Transitions)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	created, requeue, err := c.apply(ctx, cj, o, desiredChildren(cj, c.cfg, d.Plan))
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if requeue > 0 {
-		d.RequeueAfter = minPositive(d.RequeueAfter, requeue)
-	}
-	if d.Status.Finished != nil {
-		c.finish(ctx, key, cj, &d, o)
-	}
-	if err := c.recordPods(ctx, cj, d.Status.Pods); err != nil {
+	d.RequeueAfter = minPositive(d.RequeueAfter, requeue)
+
+	st := crawlStatus(o, d, results)
+	c.reportTransitions(cj, st, d, results, o.Crawlers)
+	c.notifyStarted(ctx, key, cj, st)
+	if err := c.recordPods(ctx, cj, st.Pods); err != nil {
 		errs = append(errs, err)
 	}
 	// A sync that created children is called back by their events at
 	// once; writing the status then, not now, lets a burst of new crawls
 	// get all their pods first. A state change is written at once.
-	if created == 0 || d.Transition != nil || d.Status.Finished != nil {
-		if err := c.writeStatus(ctx, key, cj, d.Status); err != nil {
+	if created == 0 || len(d.Transitions) > 0 || st.Finished != nil {
+		if err := c.writeStatus(ctx, key, cj, st); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if d.Status.Finished != nil && meta.IsStatusConditionTrue(d.Status.Conditions, CondFinishTasks) {
-		after, err := c.release(ctx, cj, d.Status, o)
-		if err != nil {
-			errs = append(errs, err)
+
+	if st.Finished != nil {
+		if !d.Teardown {
+			// The crawl just ended: tear down from the next sync on.
+			c.queue.Add(key)
 		}
-		d.RequeueAfter = minPositive(d.RequeueAfter, after)
+		if !meta.IsStatusConditionTrue(st.Conditions, CondFinishTasks) {
+			c.startPostCrawlTasks(ctx, key, cj, o.RedisPod != nil)
+		} else {
+			after, err := c.release(ctx, cj, st, o)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			d.RequeueAfter = minPositive(d.RequeueAfter, after)
+		}
 	}
 	if d.RequeueAfter > 0 {
 		c.queue.AddAfter(key, d.RequeueAfter)
@@ -184,6 +179,7 @@ func (c *Controller) observe(ctx context.Context, key string, cj *trawlerv1.Craw
 	}
 	o.Redis = c.pollers.get(key)
 	o.FinishTasksDone = c.finishers.done(key)
+	o.StartedNotified = c.finishers.done(startedKey(key))
 
 	state := cj.Status.State
 	if cj.DeletionTimestamp == nil && (state == "" || state == store.StateStarting || state == store.StateWaitingOrgLimit) {
@@ -242,67 +238,64 @@ func (c *Controller) orgQuota(ctx context.Context, oid uuid.UUID) (int, error) {
 	return org.Quotas.MaxConcurrentCrawls, nil
 }
 
-// recordTransition applies decide's state change to the crawl document and
-// folds the result into the status.
-func (c *Controller) recordTransition(ctx context.Context, cj *trawlerv1.CrawlJob, d *decision, crawlers map[int]*corev1.Pod) error {
-	t := d.Transition
-	now := c.clock.Now()
+// recordTransitions asks the store for decide's state changes, in order,
+// and returns its answers. It stops at the first the store refused (the
+// crawl is then not in the state the later ones start from) and at an
+// error, which it returns.
+func (c *Controller) recordTransitions(ctx context.Context, cj *trawlerv1.CrawlJob, ts []transition) ([]transitionResult, error) {
+	var results []transitionResult
+	for _, t := range ts {
+		res, err := c.recordTransition(ctx, cj, t)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, res)
+		if !res.Changed {
+			break
+		}
+	}
+	return results, nil
+}
+
+// recordTransition is one compare-and-set of the crawl's state.
+func (c *Controller) recordTransition(ctx context.Context, cj *trawlerv1.CrawlJob, t transition) (transitionResult, error) {
 	extra := store.CrawlStateExtra{Stats: t.Stats}
 	if t.Finished {
-		f := now.UTC().Truncate(time.Second)
+		f := c.clock.Now().UTC().Truncate(time.Second)
 		extra.Finished = &f
 	}
 	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
 	changed, cur, err := c.store.SetCrawlState(sctx, cj.Spec.ID, t.To, t.From, extra)
 	cancel()
-	var res transitionResult
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		// The crawl was deleted under us: nothing left to run it for.
 		c.recorder.Event(cj, corev1.EventTypeWarning, ReasonDocumentMissing, "crawl document missing; stopping the crawl")
-		res = transitionResult{State: store.StateCanceled}
+		return transitionResult{State: store.StateCanceled}, nil
 	case err != nil:
-		return fmt.Errorf("setting crawl state %s: %w", t.To, err)
-	default:
-		res = transitionResult{Changed: changed, State: cur.State, Finished: cur.Finished}
+		return transitionResult{}, fmt.Errorf("setting crawl state %s: %w", t.To, err)
+	case changed:
+		return transitionResult{Changed: true, State: t.To, Finished: extra.Finished}, nil
 	}
-	prev := d.Status.State
-	applyTransitionResult(&d.Status, t, res, now)
-	if d.Status.State != prev {
-		c.log.Info("crawl state changed", "crawl", cj.Spec.ID, "from", prev, "to", d.Status.State)
-		c.recorder.Eventf(cj, corev1.EventTypeNormal, ReasonStateChanged, "%s -> %s", prev, d.Status.State)
-	}
-	if res.Changed && t.To == store.StateFailed {
-		c.logFailedCrawl(cj, crawlers)
-	}
-	return nil
+	return transitionResult{State: cur.State, Finished: cur.Finished}, nil
 }
 
-// cancelOnDelete marks a deleted, unfinished crawl canceled. A crawl
-// whose document is gone or already final just adopts that.
-func (c *Controller) cancelOnDelete(ctx context.Context, cj *trawlerv1.CrawlJob, st *trawlerv1.CrawlJobStatus) error {
-	now := c.clock.Now()
-	f := now.UTC().Truncate(time.Second)
-	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
-	changed, cur, err := c.store.SetCrawlState(sctx, cj.Spec.ID, store.StateCanceled, store.ActiveStates,
-		store.CrawlStateExtra{Finished: &f})
-	cancel()
-	t := &transition{To: store.StateCanceled, Finished: true}
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		applyTransitionResult(st, t, transitionResult{State: store.StateCanceled}, now)
-	case err != nil:
-		return fmt.Errorf("canceling deleted crawl: %w", err)
-	default:
-		applyTransitionResult(st, t, transitionResult{Changed: changed, State: cur.State, Finished: cur.Finished}, now)
-		if st.Finished == nil {
-			// The document is in a state that cannot be canceled yet is not
-			// final (should not happen); tear down anyway.
-			fin := metav1.NewTime(f)
-			st.Finished = &fin
+// reportTransitions logs and records an Event for a state change, and
+// logs the pods of a crawl that just failed.
+func (c *Controller) reportTransitions(cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus, d decision, results []transitionResult, crawlers map[int]*corev1.Pod) {
+	prev := cj.Status.State
+	if prev == "" {
+		prev = store.StateStarting
+	}
+	if st.State != prev {
+		c.log.Info("crawl state changed", "crawl", cj.Spec.ID, "from", prev, "to", st.State)
+		c.recorder.Eventf(cj, corev1.EventTypeNormal, ReasonStateChanged, "%s -> %s", prev, st.State)
+	}
+	for i, res := range results {
+		if res.Changed && d.Transitions[i].To == store.StateFailed {
+			c.logFailedCrawl(cj, crawlers)
 		}
 	}
-	return nil
 }
 
 // reportProblems emits a Warning Event when the spec's problems change,
