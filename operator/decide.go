@@ -133,8 +133,7 @@ func decide(o observed, cfg Config) decision {
 		return d
 	}
 
-	switch st.State {
-	case store.StateStarting, store.StateWaitingOrgLimit:
+	if gatedByOrgLimit(st) {
 		if !o.OrgSlotFree {
 			if st.State == store.StateStarting {
 				d.plan(transition{To: store.StateWaitingOrgLimit, From: []string{store.StateStarting}})
@@ -143,7 +142,6 @@ func decide(o observed, cfg Config) decision {
 		}
 		if st.State == store.StateWaitingOrgLimit {
 			d.plan(transition{To: store.StateStarting, From: []string{store.StateWaitingOrgLimit}})
-			st.State = store.StateStarting
 		}
 	}
 
@@ -206,10 +204,15 @@ func decide(o observed, cfg Config) decision {
 	return d
 }
 
-// plan asks for a state change. A later rule of the same pass replaces an
-// earlier one.
+// plan asks for a state change from the state this pass has reached, so
+// a later rule of the same pass starts from there: a crawl let in by its
+// org's limit becomes starting, and then, in the same pass and in that
+// order, waiting_capacity or running. (Replacing the first change with
+// the second made the store refuse it, since the document still said
+// waiting_org_limit, and the crawl stayed "waiting" while it crawled.)
 func (d *decision) plan(t transition) {
-	d.Transitions = []transition{t}
+	d.Transitions = append(d.Transitions, t)
+	d.Status.State = t.To
 }
 
 // running handles a crawl with an active crawler and a reachable Redis:
@@ -463,6 +466,14 @@ func validateSpec(cj *trawlerv1.CrawlJob, cfg Config, configMapOK bool) []string
 		p = append(p, fmt.Sprintf("spec.ttlSecondsAfterFinished %d is negative", *t))
 	}
 	return p
+}
+
+// gatedByOrgLimit reports whether the org's concurrency limit applies to a
+// crawl: it does until the crawl is let in and has run. A crawl that has
+// run is never sent back to wait (that would delete its pods and PVCs
+// mid-crawl), whatever its state says or the quota becomes.
+func gatedByOrgLimit(st *trawlerv1.CrawlJobStatus) bool {
+	return st.RunningSince == nil && (st.State == store.StateStarting || st.State == store.StateWaitingOrgLimit)
 }
 
 // orgSlotFree is the org concurrency gate: crawls already past starting

@@ -386,6 +386,21 @@ func TestDecide(t *testing.T) {
 		{name: "org slot free again: starting",
 			job: newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.State = store.StateWaitingOrgLimit })), at: time.Second,
 			checks: []check{wantTransition(store.StateStarting), wantPods(0)}},
+		{name: "let in after waiting over a minute, no crawler yet: starting, then waiting_capacity, in that order",
+			job: newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.State = store.StateWaitingOrgLimit })), at: 75 * time.Second,
+			checks: []check{wantTransitions(store.StateStarting, store.StateWaitingCapacity), wantPods(0), func(t *testing.T, d decision) {
+				if len(d.Transitions) == 2 && !slices.Equal(d.Transitions[1].From, waitingCapacityFrom) {
+					t.Errorf("second transition from %v", d.Transitions[1].From)
+				}
+			}}},
+		{name: "let in after waiting over a minute with its crawler up: starting, then running",
+			job: newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.State, s.Scale, s.InitRedis = store.StateWaitingOrgLimit, 1, true })),
+			at:  75 * time.Second, pods: pods(corev1.PodRunning), redis: reachable("running"),
+			checks: []check{wantTransitions(store.StateStarting, store.StateRunning), wantPods(0)}},
+		{name: "a crawl that has run keeps its slot and children when its org is full",
+			job: newJob(1, runningStatus(store.StateStarting, 1)), at: 75 * time.Second, orgFul: true,
+			pods: pods(corev1.PodRunning), redis: reachable("running"),
+			checks: []check{wantTransitions(store.StateRunning), wantPods(0)}},
 		{name: "missing config map: no children yet",
 			job: newJob(1), at: 10 * time.Second, noCM: true,
 			checks: []check{wantTransition(""), func(t *testing.T, d decision) {

@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +144,59 @@ func TestInvalidSpecIsReportedNotRetried(t *testing.T) {
 	h.waitState(id, 20*time.Second, store.StateFailed)
 	if strings.Contains(h.logs.String(), "sync failed") {
 		t.Errorf("a user error was retried as a failure:\n%s", h.logs.String())
+	}
+}
+
+// TestCrawlLetInAfterAMinuteIsRecordedRunning is the review's scenario: an
+// org limited to one crawl at a time, a long crawl A, a second crawl B
+// queued for more than a minute (past the starting timeout), then A
+// stopped. B must be recorded running, with live stats, while it crawls:
+// not stay "waiting" until it ends.
+func TestCrawlLetInAfterAMinuteIsRecordedRunning(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if err := h.store.SetOrgQuotas(ctx, h.org, store.OrgQuotas{MaxConcurrentCrawls: 1}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := h.config()
+	cfg.StartingTimeout = 60 * time.Second // upstream's, which B's wait must exceed
+	h.startOperator(cfg)
+	a := h.startCrawl(crawlOpts{seed: "https://example.com/?sim-pages=3000&sim-page-ms=1500"})
+	h.waitState(a, 30*time.Second, store.StateRunning)
+	b := h.startCrawl(crawlOpts{seed: "https://example.com/?sim-pages=60&sim-page-ms=500"})
+	h.waitState(b, 10*time.Second, store.StateWaitingOrgLimit)
+	job, err := h.job(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queuedFor := 75 * time.Second
+	h.waitFor("B queued for 75 s", queuedFor+30*time.Second, func() bool {
+		if s := h.crawl(b).State; s != store.StateWaitingOrgLimit {
+			t.Fatalf("B is %s while A runs", s)
+		}
+		return time.Since(job.CreationTimestamp.Time) >= queuedFor
+	})
+	if err := h.launch.StopCrawl(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+
+	var seen []string
+	var liveStats bool
+	h.waitFor("B to end", 90*time.Second, func() bool {
+		c := h.crawl(b)
+		if len(seen) == 0 || seen[len(seen)-1] != c.State {
+			seen = append(seen, c.State)
+		}
+		if c.State == store.StateRunning && c.Stats != nil && c.Stats.Done > 0 {
+			liveStats = true
+		}
+		return store.IsFinished(c.State)
+	})
+	t.Logf("B went %v", seen)
+	if !slices.Contains(seen, store.StateRunning) || !liveStats {
+		t.Errorf("B was never recorded running with live stats: states %v", seen)
+	}
+	if final := seen[len(seen)-1]; final != store.StateComplete {
+		t.Errorf("B ended %s", final)
 	}
 }

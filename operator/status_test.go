@@ -125,3 +125,30 @@ func TestApplyTransitionResult(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestCrawlStatusFoldsTransitionsInOrder(t *testing.T) {
+	waiting := newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.State = store.StateWaitingOrgLimit }))
+	d := decision{Status: waiting.Status, Transitions: []transition{
+		{To: store.StateStarting, From: []string{store.StateWaitingOrgLimit}},
+		{To: store.StateRunning, From: []string{store.StateStarting}},
+	}}
+	tests := []struct {
+		name    string
+		results []transitionResult
+		want    string
+	}{
+		{"both made", []transitionResult{{Changed: true, State: store.StateStarting}, {Changed: true, State: store.StateRunning}}, store.StateRunning},
+		{"the second refused: the document's state", []transitionResult{{Changed: true, State: store.StateStarting},
+			{State: store.StateCanceled, Finished: ptr(t0)}}, store.StateCanceled},
+		{"the second not tried (store error)", []transitionResult{{Changed: true, State: store.StateStarting}}, store.StateStarting},
+		{"none tried", nil, store.StateWaitingOrgLimit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := observed{Now: t0.Add(time.Minute), Job: waiting}
+			if got := crawlStatus(o, d, tt.results).State; got != tt.want {
+				t.Errorf("state %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

@@ -181,8 +181,7 @@ func (c *Controller) observe(ctx context.Context, key string, cj *trawlerv1.Craw
 	o.FinishTasksDone = c.finishers.done(key)
 	o.StartedNotified = c.finishers.done(startedKey(key))
 
-	state := cj.Status.State
-	if cj.DeletionTimestamp == nil && (state == "" || state == store.StateStarting || state == store.StateWaitingOrgLimit) {
+	if st := cj.Status; cj.DeletionTimestamp == nil && (st.State == "" || gatedByOrgLimit(&st)) {
 		if o.OrgSlotFree, err = c.orgLimitAllows(ctx, cj); err != nil {
 			return o, err
 		}
