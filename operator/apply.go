@@ -22,9 +22,8 @@ import (
 // a UID precondition, so a replacement is never hit), recreate pods that
 // failed for good (evicted), and force-delete pods whose deletion never
 // completes. Pods and PVCs are never updated. Errors are collected and
-// the rest goes on. It returns how many objects it created and when to
-// look again for stuck deletions.
-func (c *Controller) apply(ctx context.Context, cj *trawlerv1.CrawlJob, o observed, want children) (int, time.Duration, error) {
+// the rest goes on. It returns when to look again for stuck deletions.
+func (c *Controller) apply(ctx context.Context, cj *trawlerv1.CrawlJob, o observed, want children) (time.Duration, error) {
 	var errs []error
 	var requeue time.Duration
 	pods := map[string]*corev1.Pod{}
@@ -64,14 +63,13 @@ func (c *Controller) apply(ctx context.Context, cj *trawlerv1.CrawlJob, o observ
 
 	// PVCs before pods, so a new pod finds its volume; each group is
 	// created concurrently, since a new crawl needs several objects.
-	n, err := createAll(ctx, want.PVCs, func(name string) bool { return o.PVCs[name] != nil },
+	err := createAll(ctx, want.PVCs, func(name string) bool { return o.PVCs[name] != nil },
 		func(ctx context.Context, p *corev1.PersistentVolumeClaim) error {
 			_, err := c.kube.CoreV1().PersistentVolumeClaims(cj.Namespace).Create(ctx, p, metav1.CreateOptions{})
 			return err
 		})
-	created := n
 	errs = append(errs, err)
-	n, err = createAll(ctx, want.Pods, func(name string) bool { return pods[name] != nil },
+	err = createAll(ctx, want.Pods, func(name string) bool { return pods[name] != nil },
 		func(ctx context.Context, p *corev1.Pod) error {
 			_, err := c.kube.CoreV1().Pods(cj.Namespace).Create(ctx, p, metav1.CreateOptions{})
 			if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -79,20 +77,17 @@ func (c *Controller) apply(ctx context.Context, cj *trawlerv1.CrawlJob, o observ
 			}
 			return err
 		})
-	created += n
 	errs = append(errs, err)
-	return created, requeue, errors.Join(errs...)
+	return requeue, errors.Join(errs...)
 }
 
-// createAll creates the wanted objects that do not exist, concurrently,
-// and returns how many it created; an object that exists already (a stale
-// cache) is fine.
+// createAll creates the wanted objects that do not exist, concurrently; an
+// object that exists already (a stale cache) is fine.
 func createAll[T metav1.Object](ctx context.Context, want map[string]T, exists func(string) bool,
-	create func(context.Context, T) error) (int, error) {
+	create func(context.Context, T) error) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
-	created := 0
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		if exists(name) {
 			continue
@@ -101,16 +96,13 @@ func createAll[T metav1.Object](ctx context.Context, want map[string]T, exists f
 			err := create(ctx, want[name])
 			mu.Lock()
 			defer mu.Unlock()
-			switch {
-			case err == nil:
-				created++
-			case !apierrors.IsAlreadyExists(err):
+			if err != nil && !apierrors.IsAlreadyExists(err) {
 				errs = append(errs, fmt.Errorf("creating %s: %w", name, err))
 			}
 		})
 	}
 	wg.Wait()
-	return created, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // forceDeleteIfStuck removes a terminating pod with no grace once

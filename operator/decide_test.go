@@ -344,6 +344,15 @@ func TestDecide(t *testing.T) {
 					t.Errorf("restartTime %q", d.Status.RestartTime)
 				}
 			}}},
+		{name: "restart of a crawl waiting for capacity: its new pods are created with restartTime recorded",
+			job: newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.State, s.Scale = store.StateWaitingCapacity, 1 }),
+				func(cj *trawlerv1.CrawlJob) { cj.Spec.RestartTime = "2026-11-30T12:01:30Z" }),
+			at: 2 * time.Minute,
+			checks: []check{wantPods(0), func(t *testing.T, d decision) {
+				if d.Status.RestartTime != "2026-11-30T12:01:30Z" {
+					t.Errorf("restartTime %q", d.Status.RestartTime)
+				}
+			}}},
 		{name: "no crawler active: running crawl waits for capacity and notes when activity stopped",
 			job: newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
 			pods: pods(corev1.PodPending), redis: reachable("running"),

@@ -3,10 +3,12 @@ package operator_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -163,5 +165,81 @@ func TestOutagesSlowOnlyTheCrawlsThatNeedThem(t *testing.T) {
 	c := h.crawl(cut)
 	if len(c.Files) != 1 || c.Stats.Done != c.Stats.Found {
 		t.Errorf("after the outages: files %v stats %+v", c.Files, c.Stats)
+	}
+}
+
+// TestRestartOfAWaitingCrawlRecreatesItsPodsOnce restarts crawls whose
+// crawler cannot be scheduled, as an exclusion edit does: one waiting for
+// capacity, one still starting. Each gets its new crawler pod once and
+// records the restart; the new pod then stays.
+func TestRestartOfAWaitingCrawlRecreatesItsPodsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		startingTimeout time.Duration
+		state           string
+	}{
+		{"waiting_capacity", 2 * time.Second, store.StateWaitingCapacity},
+		{"starting", time.Hour, store.StateStarting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			cfg := h.config()
+			huge := resource.MustParse("100")
+			cfg.CrawlerCPU = &huge
+			cfg.StartingTimeout = tc.startingTimeout
+			h.startOperator(cfg)
+			id := h.startCrawl(crawlOpts{})
+			h.waitState(id, 20*time.Second, tc.state)
+			name := k8s.CrawlerName(id, 0)
+			h.waitFor("a pending crawler pod", 10*time.Second, func() bool { return h.pods(id)[name].UID != "" })
+			old := h.pods(id)[name].UID
+
+			// Every crawler pod created from now on.
+			w, err := h.kube.CoreV1().Pods(h.ns).Watch(context.Background(), metav1.ListOptions{
+				LabelSelector: k8s.LabelCrawl + "=" + id, ResourceVersion: h.pods(id)[name].ResourceVersion})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			var mu sync.Mutex
+			created := map[types.UID]bool{}
+			go func() {
+				for ev := range w.ResultChan() {
+					if p, ok := ev.Object.(*corev1.Pod); ok && p.Name == name && p.UID != old {
+						mu.Lock()
+						created[p.UID] = true
+						mu.Unlock()
+					}
+				}
+			}()
+
+			if err := h.launch.RestartCrawl(context.Background(), id, []byte(`{"seeds":[{"url":"https://example.com/"}],"exclude":["nope"]}`)); err != nil {
+				t.Fatal(err)
+			}
+			j, _ := h.job(id)
+			want := j.Spec.RestartTime
+			h.waitFor("restartTime recorded with a new pod", 30*time.Second, func() bool {
+				j, err := h.job(id)
+				p := h.pods(id)[name]
+				return err == nil && j.Status.RestartTime == want && p.UID != "" && p.UID != old && p.DeletionTimestamp == nil
+			})
+			// A churning operator would delete the new pod at its next pass.
+			recreated := h.pods(id)[name].UID
+			deadline := time.Now().Add(3 * time.Second)
+			for time.Now().Before(deadline) {
+				if p := h.pods(id)[name]; p.UID != recreated || p.DeletionTimestamp != nil {
+					t.Fatalf("the recreated pod was deleted again (uid %s -> %s)", recreated, p.UID)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			mu.Lock()
+			if len(created) != 1 {
+				t.Errorf("the crawler pod was created %d times for one restart", len(created))
+			}
+			mu.Unlock()
+			if s := h.crawl(id).State; s != tc.state {
+				t.Errorf("state %s after the restart, want %s", s, tc.state)
+			}
+		})
 	}
 }

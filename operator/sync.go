@@ -64,7 +64,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	created, requeue, err := c.apply(ctx, cj, o, desiredChildren(cj, c.cfg, d.Plan))
+	requeue, err := c.apply(ctx, cj, o, desiredChildren(cj, c.cfg, d.Plan))
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -76,13 +76,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err := c.recordPods(ctx, cj, st.Pods); err != nil {
 		errs = append(errs, err)
 	}
-	// A sync that created children is called back by their events at
-	// once; writing the status then, not now, lets a burst of new crawls
-	// get all their pods first. A state change is written at once.
-	if created == 0 || len(d.Transitions) > 0 || st.Finished != nil {
-		if err := c.writeStatus(ctx, key, cj, st); err != nil {
-			errs = append(errs, err)
-		}
+	// Every pass writes what it changed, whatever else it did: the pass
+	// that recreates a restarted crawl's pods writes restartTime with
+	// them, or the next one would see the restart pending and delete the
+	// new pods again.
+	if err := c.writeStatus(ctx, key, cj, st); err != nil {
+		errs = append(errs, err)
 	}
 
 	if st.Finished != nil {

@@ -146,26 +146,43 @@ func TestSyncCreatesChildrenOfANewCrawl(t *testing.T) {
 	if contains(w, "create pods redis-"+testID) {
 		t.Error("redis pod created before any crawler is active")
 	}
-	if contains(w, "update crawljobs/status") {
-		t.Error("status written in the sync that created children; their events bring the next sync")
-	}
-	// The children's events bring the next sync, which records the status.
-	pods, _ := f.kube.CoreV1().Pods("crawlers").List(context.Background(), metav1.ListOptions{})
-	for i := range pods.Items {
-		f.seed(&pods.Items[i])
-	}
-	pvcs, _ := f.kube.CoreV1().PersistentVolumeClaims("crawlers").List(context.Background(), metav1.ListOptions{})
-	for i := range pvcs.Items {
-		f.seed(&pvcs.Items[i])
-	}
-	if err := f.sync(); err != nil {
-		t.Fatal(err)
-	}
-	if w := f.writes(); len(w) != 1 || !contains(w, "update crawljobs/status") {
-		t.Errorf("second sync wrote %v, want only the status", w)
+	if !contains(w, "update crawljobs/status") {
+		t.Errorf("status not written with the children: %v", w)
 	}
 	if st := f.status(); st.Scale != 2 || st.State != store.StateStarting {
 		t.Errorf("status %+v", st)
+	}
+}
+
+// TestSyncRestartWritesRestartTimeWithTheNewPods restarts a crawl that
+// waits for capacity, whose old pods are gone: the pass that creates the
+// new pods records restartTime in the same status write, so the next pass
+// leaves the new pods alone.
+func TestSyncRestartWritesRestartTimeWithTheNewPods(t *testing.T) {
+	const restart = "2026-11-30T12:00:30Z"
+	cj := newJob(1, withFinalizer, withStatus(func(s *trawlerv1.CrawlJobStatus) {
+		s.State, s.Scale = store.StateWaitingCapacity, 1
+	}), func(cj *trawlerv1.CrawlJob) { cj.Spec.RestartTime = restart })
+	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
+	f := newFixture(t, cj, configMap(), pvcs["redis-"+testID], pvcs[name(0)])
+	f.clock.SetTime(t0.Add(2 * time.Minute))
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); !contains(w, "create pods "+name(0)) || !contains(w, "update crawljobs/status") {
+		t.Fatalf("writes %v, want the new pod and the status", w)
+	}
+	if got := f.status().RestartTime; got != restart {
+		t.Fatalf("restartTime %q written with the new pods, want %q", got, restart)
+	}
+	updated, _ := f.trawler.TrawlerV1().CrawlJobs("crawlers").Get(context.Background(), cj.Name, metav1.GetOptions{})
+	f.seed(updated)
+	f.seed(crawlerPodIn(0, corev1.PodPending))
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); contains(w, "delete pods "+name(0)) {
+		t.Errorf("the new pod was deleted again: %v", w)
 	}
 }
 
