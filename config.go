@@ -40,6 +40,7 @@ var settings = []setting{
 	{"operator.kube_burst", 400, "Kubernetes client burst"},
 	{"operator.resync", 30 * time.Second, "safety-net resync of every CrawlJob"},
 	{"operator.redis_poll_interval", 250 * time.Millisecond, "how often a running crawl's Redis is read"},
+	{"operator.stats_interval", 2 * time.Second, "a crawl's progress (pages, size, pods) is written to its CrawlJob status and MongoDB at most this often; state changes are written at once"},
 	{"operator.redis_timeout", 2 * time.Second, "timeout of each call to a crawl's Redis"},
 	{"operator.metrics_interval", 30 * time.Second, "how often pod usage is read from metrics.k8s.io when the cluster serves it (0 = never)"},
 	{"operator.log_failed_crawl_lines", 0, "log this many last lines of each pod of a failed crawl (0 = off)"},

@@ -89,6 +89,7 @@ func operatorConfig(v *viper.Viper) (operator.Config, error) {
 	c.Workers = v.GetInt("operator.workers")
 	c.Resync = v.GetDuration("operator.resync")
 	c.RedisPollInterval = v.GetDuration("operator.redis_poll_interval")
+	c.StatsInterval = v.GetDuration("operator.stats_interval")
 	c.RedisTimeout = v.GetDuration("operator.redis_timeout")
 	c.LogFailedCrawlLines = v.GetInt("operator.log_failed_crawl_lines")
 	c.MetricsInterval = v.GetDuration("operator.metrics_interval")

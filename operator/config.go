@@ -4,13 +4,16 @@
 // two rate-limited workqueues (CrawlJobs and ProfileJobs), handlers only
 // enqueue the owning job, and one sync per CrawlJob (sync.go) reads as
 // named steps. What a CrawlJob should have and show is decided by pure
-// functions: decide.go (state, scale, what to assert in Redis), desired.go
-// (the child pods and PVCs) and status.go (pod views, conditions); apply.go
-// converges the children. A per-crawl poller (poller.go) reads the crawl's
-// Redis on a short timer so a crawler's change reaches the status within a
-// second, without ever blocking a worker. posttasks.go runs the post-crawl
-// tasks, release.go ends a finished job, crawllogs.go logs a failed crawl's
-// pods; deps.go names what the operator consumes.
+// functions: decide.go (the state transitions to ask for, scale, what to
+// assert in Redis), desired.go (the child pods and PVCs) and status.go (the
+// status, computed once from the decision and the sync's I/O, and how
+// urgently it must be written); apply.go converges the children and
+// statuswrite.go writes the status, a state change at once and progress
+// at most once per stats interval. A per-crawl poller (poller.go) reads
+// the crawl's Redis on a short timer so a crawler's change reaches the
+// status within a second, without ever blocking a worker. posttasks.go
+// runs the post-crawl tasks, release.go ends a finished job, crawllogs.go
+// logs a failed crawl's pods; deps.go names what the operator consumes.
 //
 // The crawl document in MongoDB is the source of truth for the crawl state;
 // the operator moves it with compare-and-set transitions through the
@@ -72,6 +75,10 @@ type Config struct {
 	RedisDialer func(ctx context.Context, network, addr string) (net.Conn, error)
 	// RedisPollInterval is how often a running crawl's Redis is read.
 	RedisPollInterval time.Duration
+	// StatsInterval is the least time between two writes of a crawl's
+	// progress alone (pages, size, the pod view) to its status and its
+	// document; a state change is written at once.
+	StatsInterval time.Duration
 	// RedisTimeout bounds every Redis round trip.
 	RedisTimeout time.Duration
 	// RedisUnreachableGrace is how long a running crawl's Redis may be
@@ -129,7 +136,7 @@ func (c Config) validate() error {
 	for _, d := range []struct {
 		v    time.Duration
 		name string
-	}{{c.RedisPollInterval, "RedisPollInterval"}, {c.RedisTimeout, "RedisTimeout"},
+	}{{c.RedisPollInterval, "RedisPollInterval"}, {c.StatsInterval, "StatsInterval"}, {c.RedisTimeout, "RedisTimeout"},
 		{c.RedisUnreachableGrace, "RedisUnreachableGrace"}, {c.StoreTimeout, "StoreTimeout"},
 		{c.Resync, "Resync"}, {c.DefaultTTL, "DefaultTTL"}, {c.RedisIdle, "RedisIdle"},
 		{c.StartingTimeout, "StartingTimeout"}, {c.StuckPodTimeout, "StuckPodTimeout"}} {

@@ -75,6 +75,8 @@ type Controller struct {
 	// written remembers the status we last wrote per job and the version
 	// it replaced, so a sync racing the informer does not act on the old.
 	written sync.Map // key -> writtenJob
+	// budget holds progress writes to one per stats interval per job.
+	budget *writeBudget
 	// quotas caches org concurrency quotas (uuid -> cachedQuota).
 	quotas sync.Map
 }
@@ -144,7 +146,8 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "crawljobs", Clock: c.clock})
 	c.profileQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "profilejobs", Clock: c.clock})
-	c.pollers = newPollers(cfg, deps.Store, c.clock, c.log, c.queue.Add)
+	c.budget = newWriteBudget(cfg.StatsInterval)
+	c.pollers = newPollers(cfg, deps.Store, c.clock, c.log, c.wake)
 	c.finishers = newFinishers()
 	if deps.Metrics != nil && cfg.MetricsInterval > 0 {
 		c.usage = newUsageWatcher(metricsAPI{deps.Metrics}, cfg, c.clock, c.log, c.enqueuePodOwner)
@@ -299,6 +302,17 @@ func (c *Controller) enqueueOwner(obj any) {
 			c.queue.Add(ns + "/" + k8s.CrawlJobName(o.GetLabels()[k8s.LabelCrawl]))
 		}
 	}
+}
+
+// wake is how a poller asks for a sync: at once when what it saw may
+// change a decision, and for progress alone when the write budget allows
+// the next progress write (one sync per stats interval, not one per poll).
+func (c *Controller) wake(key string, progressOnly bool) {
+	if progressOnly {
+		c.queue.AddAfter(key, c.budget.wait(key, c.clock.Now()))
+		return
+	}
+	c.queue.Add(key)
 }
 
 // enqueuePodOwner enqueues the job owning a pod (the usage watcher calls

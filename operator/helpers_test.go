@@ -41,6 +41,7 @@ func testConfig() Config {
 		CrawlerLivenessPort:     6065,
 		TerminationGraceSeconds: 600,
 		RedisPollInterval:       250 * time.Millisecond,
+		StatsInterval:           2 * time.Second,
 		RedisTimeout:            2 * time.Second,
 		RedisUnreachableGrace:   10 * time.Second,
 		StoreTimeout:            5 * time.Second,

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
@@ -74,6 +75,12 @@ func TestUsageWithoutMetricsAPI(t *testing.T) {
 		for _, j := range list.Items {
 			if j.Status.State != store.StateRunning || len(j.Status.Pods) < 2 {
 				return false
+			}
+			// The pod view is progress, written within the stats interval.
+			for _, p := range j.Status.Pods {
+				if p.Phase != string(corev1.PodRunning) {
+					return false
+				}
 			}
 		}
 		return true

@@ -420,6 +420,7 @@ func TestSyncReportsPodUsage(t *testing.T) {
 		t.Fatalf("enqueued %v, want the crawl once", got)
 	}
 	storeWrites := f.store.calls["SetCrawlPods"]
+	f.clock.Step(f.c.cfg.StatsInterval) // usage is progress: one write per interval
 	if w := syncAndSeed(); !contains(w, "update crawljobs/status") {
 		t.Fatalf("usage did not reach the status: %v", w)
 	}

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -11,23 +10,24 @@ import (
 	"k8s.io/utils/clock"
 
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
-	"github.com/trawlerhq/trawler/store"
 )
 
 // pollers runs one poller per crawl whose Redis should be read. Sync only
 // talks to it through non-blocking calls.
 type pollers struct {
-	cfg    Config
-	store  CrawlStore
-	clock  clock.PassiveClock
-	log    *slog.Logger
-	notify func(key string)
+	cfg   Config
+	store CrawlStore
+	clock clock.PassiveClock
+	log   *slog.Logger
+	// notify asks for a sync of key; progressOnly says only the crawl's
+	// progress (pages, size) changed.
+	notify func(key string, progressOnly bool)
 
 	mu sync.Mutex
 	m  map[string]*poller // by job key
 }
 
-func newPollers(cfg Config, st CrawlStore, clk clock.PassiveClock, log *slog.Logger, notify func(string)) *pollers {
+func newPollers(cfg Config, st CrawlStore, clk clock.PassiveClock, log *slog.Logger, notify func(key string, progressOnly bool)) *pollers {
 	return &pollers{cfg: cfg, store: st, clock: clk, log: log, notify: notify, m: map[string]*poller{}}
 }
 
@@ -44,11 +44,8 @@ func (ps *pollers) ensure(ctx context.Context, key string, cj *trawlerv1.CrawlJo
 			return
 		}
 		pctx, cancel := context.WithCancel(ctx)
-		// The job's status holds the stats last stored: a poller started
-		// afresh (new crawl, operator restart) writes only real changes.
-		stored := store.CrawlStats{Found: cj.Status.PagesFound, Done: cj.Status.PagesDone, Size: cj.Status.Size}
 		p = &poller{ps: ps, key: key, id: cj.Spec.ID, client: client, cancel: cancel, kick: make(chan struct{}, 1),
-			in: newIngester(cj, ps.store, ps.cfg.StoreTimeout, ps.log), done: make(chan struct{}), statsStored: &stored}
+			in: newIngester(cj, ps.store, ps.cfg.StoreTimeout, ps.log), done: make(chan struct{})}
 		ps.m[key] = p
 		go p.run(pctx)
 	}
@@ -99,9 +96,10 @@ func (ps *pollers) stopAll() {
 	}
 }
 
-// poller reads one crawl's Redis on a short timer, records its files,
-// errors and stats, and wakes the controller only when something that
-// matters changed.
+// poller reads one crawl's Redis on a short timer, records its files and
+// errors, and wakes the controller when something changed: at once for
+// what may change a decision, within the write budget for progress (the
+// sync writes the stats, to the status and the crawl document together).
 type poller struct {
 	ps     *pollers
 	key    string
@@ -116,10 +114,9 @@ type poller struct {
 	ctl   redisControl
 	state *redisState
 
-	failures    int
-	storeRetry  time.Time
-	storeFails  int
-	statsStored *store.CrawlStats
+	failures   int
+	storeRetry time.Time
+	storeFails int
 }
 
 // setControl changes what the poller asserts, polling at once if it
@@ -204,8 +201,8 @@ func (p *poller) pollOnce(ctx context.Context) time.Duration {
 	return cfg.RedisPollInterval
 }
 
-// record writes files, errors and changed stats to the store, backing off
-// while the store fails. It returns the number of unrecorded files.
+// record writes files and errors to the store, backing off while the
+// store fails. It returns the number of unrecorded files.
 func (p *poller) record(ctx context.Context, s snapshot) int {
 	if p.ps.clock.Now().Before(p.storeRetry) {
 		return int(s.DoneLen)
@@ -214,23 +211,11 @@ func (p *poller) record(ctx context.Context, s snapshot) int {
 	if err == nil {
 		err = p.in.errorLines(ctx, p.client, s)
 	}
-	stats := store.CrawlStats{Found: s.PagesFound, Done: s.PagesDone, Size: s.Size}
-	if err == nil && (p.statsStored == nil || *p.statsStored != stats) {
-		sctx, cancel := context.WithTimeout(ctx, p.ps.cfg.StoreTimeout)
-		_, err = p.ps.store.UpdateCrawlStats(sctx, p.id, stats)
-		cancel()
-		if errors.Is(err, store.ErrNotFound) {
-			err = nil // a deleted crawl: nothing to keep up to date
-		}
-		if err == nil {
-			p.statsStored = &stats
-		}
-	}
 	if err != nil && ctx.Err() == nil {
 		p.storeFails++
 		delay := backoff(500*time.Millisecond, p.storeFails, 10*time.Second)
 		p.storeRetry = p.ps.clock.Now().Add(delay)
-		p.ps.log.Warn("recording crawl progress failed, will retry", "crawl", p.id, "in", delay, "err", err)
+		p.ps.log.Warn("recording crawl files and errors failed, will retry", "crawl", p.id, "in", delay, "err", err)
 	} else {
 		p.storeFails = 0
 	}
@@ -248,7 +233,7 @@ func (p *poller) publish(next func(prev *redisState) *redisState) {
 	}
 	p.mu.Unlock()
 	if changed {
-		p.ps.notify(p.key)
+		p.ps.notify(p.key, st.sameDecisions(prev))
 	}
 }
 

@@ -164,8 +164,13 @@ func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
 	defer cancel()
 	st := newMemStore()
 	st.addCrawl(testID)
-	var wakes atomic.Int32
-	ps := newPollers(cfg, st, clock.RealClock{}, slog.Default(), func(string) { wakes.Add(1) })
+	var wakes, progressWakes atomic.Int32
+	ps := newPollers(cfg, st, clock.RealClock{}, slog.Default(), func(_ string, progressOnly bool) {
+		wakes.Add(1)
+		if progressOnly {
+			progressWakes.Add(1)
+		}
+	})
 	defer ps.stopAll()
 	cj := newJob(1)
 	k := crawlredis.Keys(testID)
@@ -189,8 +194,19 @@ func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
 		t.Fatal("change not seen")
 	}
 	t.Logf("change seen after %v", time.Since(start))
-	if !eventually(time.Second, func() bool { c := st.get(testID); return c.Stats != nil && c.Stats.Done == 3 }) {
-		t.Error("stats not stored")
+
+	// Pages alone are progress: the wake says so (the sync holds it to the
+	// write budget), and the poller writes no stats itself.
+	before, progressBefore := wakes.Load(), progressWakes.Load()
+	c.Set(ctx, k.Done(), "4", 0)
+	if !eventually(time.Second, func() bool { return ps.get(pkey).PagesDone == 4 }) {
+		t.Fatal("progress not seen")
+	}
+	if w, pw := wakes.Load()-before, progressWakes.Load()-progressBefore; w != 1 || pw != 1 {
+		t.Errorf("progress woke %d times (%d as progress), want once as progress", w, pw)
+	}
+	if c := st.get(testID); c.Stats != nil {
+		t.Errorf("the poller stored stats %+v", c.Stats)
 	}
 
 	// The store goes away: the file stays pending, then is recorded.

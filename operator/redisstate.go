@@ -31,14 +31,19 @@ type redisState struct {
 	FilesAddedSize int64
 }
 
-// equal reports whether two states would lead to the same decisions; the
-// poller only wakes the controller when this is false.
+// equal reports whether two states are the same.
 func (s *redisState) equal(o *redisState) bool {
+	return s.sameDecisions(o) && (s == nil || (s.PagesDone == o.PagesDone && s.PagesFound == o.PagesFound && s.Size == o.Size))
+}
+
+// sameDecisions reports whether two states would lead to the same
+// decisions, that is whether they differ at most in progress (pages and
+// size), which the poller then reports within the write budget.
+func (s *redisState) sameDecisions(o *redisState) bool {
 	if s == nil || o == nil {
 		return s == o
 	}
-	return s.Reachable == o.Reachable && s.PagesDone == o.PagesDone && s.PagesFound == o.PagesFound &&
-		s.Size == o.Size && s.PendingFiles == o.PendingFiles && s.FilesAdded == o.FilesAdded &&
+	return s.Reachable == o.Reachable && s.PendingFiles == o.PendingFiles && s.FilesAdded == o.FilesAdded &&
 		s.FilesAddedSize == o.FilesAddedSize && maps.Equal(s.Statuses, o.Statuses) &&
 		maps.Equal(s.StopOne, o.StopOne) && (s.Reachable || s.Since.Equal(o.Since))
 }

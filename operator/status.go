@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trawlerhq/trawler/k8s"
@@ -202,4 +203,42 @@ func humanSize(n int64) string {
 		}
 	}
 	return ""
+}
+
+// statusUpdate says what a sync does with the status it computed.
+type statusUpdate int
+
+const (
+	// noUpdate: nothing changed.
+	noUpdate statusUpdate = iota
+	// progressUpdate: only progress changed (pages, size, files, the
+	// per-pod view, the waiting reason); it is written at most once per
+	// stats interval, together with the crawl document's stats.
+	progressUpdate
+	// stateUpdate: something a user or a later pass acts on changed (the
+	// state, a restart, stopping, scale, a condition...); it is written at
+	// once, with the progress of the moment, so the last progress before a
+	// state change is never lost.
+	stateUpdate
+)
+
+// needsStatusUpdate compares the status last written with the one just
+// computed, as the Job controller's needsStatusUpdate does, and says how
+// urgent writing it is.
+func needsStatusUpdate(old, cur trawlerv1.CrawlJobStatus) statusUpdate {
+	if apiequality.Semantic.DeepEqual(old, cur) {
+		return noUpdate
+	}
+	if apiequality.Semantic.DeepEqual(withoutProgress(old), withoutProgress(cur)) {
+		return progressUpdate
+	}
+	return stateUpdate
+}
+
+// withoutProgress returns a copy of st without its progress fields.
+func withoutProgress(st trawlerv1.CrawlJobStatus) trawlerv1.CrawlJobStatus {
+	st.PagesFound, st.PagesDone, st.Size, st.SizeHuman = 0, 0, 0, ""
+	st.FilesAdded, st.FilesAddedSize = 0, 0
+	st.Pods, st.WaitingReason = nil, ""
+	return st
 }

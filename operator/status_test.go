@@ -152,3 +152,36 @@ func TestCrawlStatusFoldsTransitionsInOrder(t *testing.T) {
 		})
 	}
 }
+
+func TestNeedsStatusUpdate(t *testing.T) {
+	base := newJob(1, runningStatus(store.StateRunning, 1)).Status
+	base.PagesFound, base.PagesDone = 10, 2
+	tests := []struct {
+		name   string
+		change func(*trawlerv1.CrawlJobStatus)
+		want   statusUpdate
+	}{
+		{"nothing", func(*trawlerv1.CrawlJobStatus) {}, noUpdate},
+		{"pages and size", func(s *trawlerv1.CrawlJobStatus) { s.PagesDone, s.Size, s.SizeHuman = 3, 5000, "5.0 kB" }, progressUpdate},
+		{"files", func(s *trawlerv1.CrawlJobStatus) { s.FilesAdded, s.FilesAddedSize = 1, 100 }, progressUpdate},
+		{"a pod's phase", func(s *trawlerv1.CrawlJobStatus) { s.Pods = map[string]trawlerv1.PodStatus{"0": {Phase: "Running"}} }, progressUpdate},
+		{"the waiting reason", func(s *trawlerv1.CrawlJobStatus) { s.WaitingReason = "0/2 nodes are available" }, progressUpdate},
+		{"state", func(s *trawlerv1.CrawlJobStatus) { s.State = store.StatePendingWait }, stateUpdate},
+		{"state and pages", func(s *trawlerv1.CrawlJobStatus) { s.State, s.PagesDone = store.StatePendingWait, 9 }, stateUpdate},
+		{"restart recorded", func(s *trawlerv1.CrawlJobStatus) { s.RestartTime = "2026-11-30T12:00:30Z" }, stateUpdate},
+		{"stopping", func(s *trawlerv1.CrawlJobStatus) { s.Stopping = true }, stateUpdate},
+		{"scale", func(s *trawlerv1.CrawlJobStatus) { s.Scale = 2 }, stateUpdate},
+		{"finished", func(s *trawlerv1.CrawlJobStatus) { s.Finished = mtime(t0) }, stateUpdate},
+		{"a condition", func(s *trawlerv1.CrawlJobStatus) { s.Conditions[0].Status = metav1.ConditionFalse }, stateUpdate},
+		{"the spec generation seen", func(s *trawlerv1.CrawlJobStatus) { s.ObservedGeneration = 2 }, stateUpdate},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cur := *base.DeepCopy()
+			tt.change(&cur)
+			if got := needsStatusUpdate(base, cur); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -9,10 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -31,6 +29,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if apierrors.IsNotFound(err) {
 		c.pollers.stop(key)
 		c.written.Delete(key)
+		c.budget.forget(key)
 		c.finishers.forget(key)
 		c.finishers.forget(startedKey(key))
 		return nil
@@ -73,16 +72,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	st := crawlStatus(o, d, results)
 	c.reportTransitions(cj, st, d, results, o.Crawlers)
 	c.notifyStarted(ctx, key, cj, st)
-	if err := c.recordPods(ctx, cj, st.Pods); err != nil {
-		errs = append(errs, err)
-	}
-	// Every pass writes what it changed, whatever else it did: the pass
-	// that recreates a restarted crawl's pods writes restartTime with
+	// Every pass writes a state change it made, whatever else it did: the
+	// pass that recreates a restarted crawl's pods writes restartTime with
 	// them, or the next one would see the restart pending and delete the
-	// new pods again.
-	if err := c.writeStatus(ctx, key, cj, st); err != nil {
+	// new pods again. Progress alone waits for the write budget.
+	later, err := c.writeStatus(ctx, key, cj, st)
+	if err != nil {
 		errs = append(errs, err)
 	}
+	d.RequeueAfter = minPositive(d.RequeueAfter, later)
 
 	if st.Finished != nil {
 		if !d.Teardown {
@@ -310,63 +308,6 @@ func (c *Controller) reportProblems(cj *trawlerv1.CrawlJob, problems []string) {
 	c.recorder.Event(cj, corev1.EventTypeWarning, ReasonInvalidSpec, msg)
 }
 
-// recordPods stores the per-pod view in the crawl document when it
-// changed.
-func (c *Controller) recordPods(ctx context.Context, cj *trawlerv1.CrawlJob, pods map[string]trawlerv1.PodStatus) error {
-	if len(pods) == 0 || !podsChangedMuch(cj.Status.Pods, pods) {
-		return nil
-	}
-	out := make(map[string]store.PodStatus, len(pods))
-	now := c.clock.Now().UTC()
-	for k, p := range pods {
-		out[k] = toStorePod(p, now)
-	}
-	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
-	defer cancel()
-	err := c.store.SetCrawlPods(sctx, cj.Spec.ID, out)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("recording pod status: %w", err)
-	}
-	return nil
-}
-
-// podsChangedMuch reports changes worth a database write: pods coming or
-// going, a restart, an exit, a terminal phase, a new usage (the status
-// shows only usage that moved enough). Pending -> Running alone is left
-// to the CrawlJob status, which keeps a crawl start cheap.
-func podsChangedMuch(old, cur map[string]trawlerv1.PodStatus) bool {
-	if len(old) != len(cur) {
-		return true
-	}
-	terminal := func(phase string) bool {
-		return phase == string(corev1.PodSucceeded) || phase == string(corev1.PodFailed)
-	}
-	for k, p := range cur {
-		o, ok := old[k]
-		if !ok || o.Restarts != p.Restarts || o.Reason != p.Reason || !apiequality.Semantic.DeepEqual(o.ExitCode, p.ExitCode) ||
-			terminal(o.Phase) != terminal(p.Phase) || !apiequality.Semantic.DeepEqual(o.Requests, p.Requests) ||
-			!apiequality.Semantic.DeepEqual(o.Usage, p.Usage) {
-			return true
-		}
-	}
-	return false
-}
-
-// writeStatus writes the status if it changed, and remembers it.
-func (c *Controller) writeStatus(ctx context.Context, key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus) error {
-	if apiequality.Semantic.DeepEqual(cj.Status, st) {
-		return nil
-	}
-	next := cj.DeepCopy()
-	next.Status = st
-	updated, err := c.trawler.TrawlerV1().CrawlJobs(cj.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
-	if err != nil {
-		return fmt.Errorf("writing status: %w", err)
-	}
-	c.written.Store(key, writtenJob{replacedRV: cj.ResourceVersion, job: updated})
-	return nil
-}
-
 func minPositive(a, b time.Duration) time.Duration {
 	switch {
 	case a <= 0:
@@ -375,28 +316,4 @@ func minPositive(a, b time.Duration) time.Duration {
 		return a
 	}
 	return min(a, b)
-}
-
-// toStorePod converts the status view of a pod for the crawl document.
-func toStorePod(p trawlerv1.PodStatus, now time.Time) store.PodStatus {
-	milli := func(m map[string]string, k string) int64 {
-		q, err := resource.ParseQuantity(m[k])
-		if err != nil {
-			return 0
-		}
-		return q.MilliValue()
-	}
-	bytes := func(m map[string]string, k string) int64 {
-		q, err := resource.ParseQuantity(m[k])
-		if err != nil {
-			return 0
-		}
-		return q.Value()
-	}
-	return store.PodStatus{
-		Phase: p.Phase, Restarts: p.Restarts, ExitCode: p.ExitCode, Reason: p.Reason,
-		CPUAllocMilli: milli(p.Requests, "cpu"), MemoryAlloc: bytes(p.Requests, "memory"),
-		StorageAlloc: bytes(p.Requests, "storage"), CPUUsedMilli: milli(p.Usage, "cpu"),
-		MemoryUsed: bytes(p.Usage, "memory"), LastUpdated: now,
-	}
 }

@@ -152,6 +152,31 @@ func TestSyncCreatesChildrenOfANewCrawl(t *testing.T) {
 	if st := f.status(); st.Scale != 2 || st.State != store.StateStarting {
 		t.Errorf("status %+v", st)
 	}
+	// The children's events bring the next sync: the new pods' view is
+	// progress, held to the write budget.
+	updated, _ := f.trawler.TrawlerV1().CrawlJobs("crawlers").Get(context.Background(), k8s.CrawlJobName(testID), metav1.GetOptions{})
+	f.seed(updated)
+	pods, _ := f.kube.CoreV1().Pods("crawlers").List(context.Background(), metav1.ListOptions{})
+	for i := range pods.Items {
+		f.seed(&pods.Items[i])
+	}
+	pvcs, _ := f.kube.CoreV1().PersistentVolumeClaims("crawlers").List(context.Background(), metav1.ListOptions{})
+	for i := range pvcs.Items {
+		f.seed(&pvcs.Items[i])
+	}
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); len(w) != 0 {
+		t.Errorf("second sync wrote %v, want nothing yet", w)
+	}
+	f.clock.Step(f.c.cfg.StatsInterval)
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); len(w) != 1 || !contains(w, "update crawljobs/status") || len(f.status().Pods) != 2 {
+		t.Errorf("after the interval wrote %v, pods %v; want the status with both pods", w, f.status().Pods)
+	}
 }
 
 // TestSyncRestartWritesRestartTimeWithTheNewPods restarts a crawl that
@@ -393,5 +418,61 @@ func TestSyncForceDeletesPodsStuckTerminating(t *testing.T) {
 	}
 	if grace == nil || *grace != 0 {
 		t.Errorf("stuck pod not force-deleted: %v", f.writes())
+	}
+}
+
+// TestSyncWritesProgressOncePerInterval: a busy crawl's pages change at
+// every poll; its status and crawl document get them once per stats
+// interval, and a state change is written at once with the progress of
+// that moment.
+func TestSyncWritesProgressOncePerInterval(t *testing.T) {
+	cj := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1))
+	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
+	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), redisPodIn(corev1.PodRunning),
+		pvcs["redis-"+testID], pvcs[name(0)])
+	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
+	interval := f.c.cfg.StatsInterval
+	pass := func(status string, done int64) []string {
+		t.Helper()
+		r := reachable(status)
+		r.PagesFound, r.PagesDone = 100, done
+		f.withRedis(r)
+		if err := f.sync(); err != nil {
+			t.Fatal(err)
+		}
+		updated, _ := f.trawler.TrawlerV1().CrawlJobs("crawlers").Get(context.Background(), cj.Name, metav1.GetOptions{})
+		f.seed(updated)
+		return f.writes()
+	}
+	storedDone := func() int64 {
+		if s := f.store.get(testID).Stats; s != nil {
+			return s.Done
+		}
+		return -1
+	}
+
+	if w := pass("running", 1); !contains(w, "update crawljobs/status") || storedDone() != 1 {
+		t.Fatalf("first progress: writes %v, stored done %d", w, storedDone())
+	}
+	for done := int64(2); done <= 5; done++ {
+		f.clock.Step(interval / 5)
+		if w := pass("running", done); len(w) != 0 {
+			t.Fatalf("progress %d written %v within the interval", done, w)
+		}
+	}
+	if storedDone() != 1 || f.status().PagesDone != 1 {
+		t.Fatalf("progress stored within the interval: document %d, status %d", storedDone(), f.status().PagesDone)
+	}
+	f.clock.Step(interval / 5)
+	if w := pass("running", 6); !contains(w, "update crawljobs/status") || storedDone() != 6 || f.status().PagesDone != 6 {
+		t.Fatalf("after the interval: writes %v, document %d, status %d", w, storedDone(), f.status().PagesDone)
+	}
+	// A state change 100 ms later is written at once, with its progress.
+	f.clock.Step(100 * time.Millisecond)
+	if w := pass("pending-wait", 7); !contains(w, "update crawljobs/status") {
+		t.Fatalf("state change not written at once: %v", w)
+	}
+	if st := f.status(); st.State != store.StatePendingWait || st.PagesDone != 7 || storedDone() != 7 {
+		t.Errorf("state %s pages %d, document %d; want pending-wait with 7 pages", st.State, st.PagesDone, storedDone())
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
@@ -54,13 +55,25 @@ type Mongo struct {
 // concurrent updates made over several connections.
 //
 // Errors: only a malformed uri or options.
-func Open(ctx context.Context, uri, dbName string) (*Mongo, error) {
-	opts := options.Client().ApplyURI(uri).SetRegistry(Registry())
-	client, err := mongo.Connect(opts)
+func Open(ctx context.Context, uri, dbName string, opts ...Option) (*Mongo, error) {
+	co := options.Client().ApplyURI(uri).SetRegistry(Registry())
+	for _, o := range opts {
+		o(co)
+	}
+	client, err := mongo.Connect(co)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to mongodb: %w", err)
 	}
 	return &Mongo{client: client, db: client.Database(dbName)}, nil
+}
+
+// Option changes how Open connects.
+type Option func(*options.ClientOptions)
+
+// WithCommandMonitor observes every command the store sends (to count or
+// time them).
+func WithCommandMonitor(m *event.CommandMonitor) Option {
+	return func(o *options.ClientOptions) { o.SetMonitor(m) }
 }
 
 // Close disconnects from the server.

@@ -1,0 +1,205 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/store"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Writing a crawl's status: a state change at once, progress at most once
+// per stats interval (the write budget), each time to the CrawlJob status
+// and, for what changed, to the crawl document.
+
+// writeBudget remembers per CrawlJob when its status was last written and
+// which stats the crawl document holds, so that progress alone is written
+// at most once per interval. The poller asks it when to wake a sync for
+// progress; syncs of one job never run concurrently, the poller's reads
+// may.
+type writeBudget struct {
+	interval time.Duration
+
+	mu   sync.Mutex
+	jobs map[string]budgetEntry
+}
+
+type budgetEntry struct {
+	written time.Time
+	stats   store.CrawlStats
+	stored  bool // stats is what the crawl document holds
+}
+
+func newWriteBudget(interval time.Duration) *writeBudget {
+	return &writeBudget{interval: interval, jobs: map[string]budgetEntry{}}
+}
+
+// wait returns how long progress of key must wait before it may be
+// written (0: now).
+func (b *writeBudget) wait(key string, now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.jobs[key]
+	if !ok {
+		return 0
+	}
+	return max(e.written.Add(b.interval).Sub(now), 0)
+}
+
+func (b *writeBudget) wrote(key string, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.jobs[key]
+	e.written = now
+	b.jobs[key] = e
+}
+
+// storedStats returns the stats the crawl document holds, as far as this
+// process knows.
+func (b *writeBudget) storedStats(key string) (store.CrawlStats, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.jobs[key]
+	return e.stats, e.stored
+}
+
+func (b *writeBudget) storeStats(key string, s store.CrawlStats) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.jobs[key]
+	e.stats, e.stored = s, true
+	b.jobs[key] = e
+}
+
+func (b *writeBudget) forget(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.jobs, key)
+}
+
+// writeStatus writes the status a sync computed as needsStatusUpdate and
+// the budget allow, and returns when to look again for progress it held
+// back. The CrawlJob status goes first (the crawl document already has
+// the state, from the compare-and-set); then the crawl document gets the
+// stats and the pod view that changed, so both move together.
+func (c *Controller) writeStatus(ctx context.Context, key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus) (time.Duration, error) {
+	now := c.clock.Now()
+	switch needsStatusUpdate(cj.Status, st) {
+	case noUpdate:
+		return 0, nil
+	case progressUpdate:
+		if wait := c.budget.wait(key, now); wait > 0 {
+			return wait, nil
+		}
+	}
+	next := cj.DeepCopy()
+	next.Status = st
+	updated, err := c.trawler.TrawlerV1().CrawlJobs(cj.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("writing status: %w", err)
+	}
+	c.written.Store(key, writtenJob{replacedRV: cj.ResourceVersion, job: updated})
+	c.budget.wrote(key, now)
+	var errs []error
+	if st.Finished == nil {
+		// A finished crawl's stats came with its final state.
+		errs = append(errs, c.recordStats(ctx, key, cj, st))
+	}
+	errs = append(errs, c.recordPods(ctx, cj, st.Pods))
+	return 0, errors.Join(errs...)
+}
+
+// recordStats stores the status's stats in the crawl document when they
+// differ from what it holds. A restarted operator takes the stats of the
+// status last written as stored: at worst the document lags until the
+// next progress write (and the final stats come with the final state).
+func (c *Controller) recordStats(ctx context.Context, key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus) error {
+	stats := store.CrawlStats{Found: st.PagesFound, Done: st.PagesDone, Size: st.Size}
+	stored, known := c.budget.storedStats(key)
+	if !known {
+		stored = store.CrawlStats{Found: cj.Status.PagesFound, Done: cj.Status.PagesDone, Size: cj.Status.Size}
+	}
+	if stats == stored {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
+	defer cancel()
+	if _, err := c.store.UpdateCrawlStats(sctx, cj.Spec.ID, stats); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("recording crawl stats: %w", err)
+	}
+	c.budget.storeStats(key, stats)
+	return nil
+}
+
+// recordPods stores the per-pod view in the crawl document when it
+// changed enough since the status last written.
+func (c *Controller) recordPods(ctx context.Context, cj *trawlerv1.CrawlJob, pods map[string]trawlerv1.PodStatus) error {
+	if len(pods) == 0 || !podsChangedMuch(cj.Status.Pods, pods) {
+		return nil
+	}
+	out := make(map[string]store.PodStatus, len(pods))
+	now := c.clock.Now().UTC()
+	for k, p := range pods {
+		out[k] = toStorePod(p, now)
+	}
+	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
+	defer cancel()
+	err := c.store.SetCrawlPods(sctx, cj.Spec.ID, out)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("recording pod status: %w", err)
+	}
+	return nil
+}
+
+// podsChangedMuch reports changes worth a database write: pods coming or
+// going, a restart, an exit, a terminal phase, a new usage (the status
+// shows only usage that moved enough). Pending -> Running alone is left
+// to the CrawlJob status, which keeps a crawl start cheap.
+func podsChangedMuch(old, cur map[string]trawlerv1.PodStatus) bool {
+	if len(old) != len(cur) {
+		return true
+	}
+	terminal := func(phase string) bool {
+		return phase == string(corev1.PodSucceeded) || phase == string(corev1.PodFailed)
+	}
+	for k, p := range cur {
+		o, ok := old[k]
+		if !ok || o.Restarts != p.Restarts || o.Reason != p.Reason || !apiequality.Semantic.DeepEqual(o.ExitCode, p.ExitCode) ||
+			terminal(o.Phase) != terminal(p.Phase) || !apiequality.Semantic.DeepEqual(o.Requests, p.Requests) ||
+			!apiequality.Semantic.DeepEqual(o.Usage, p.Usage) {
+			return true
+		}
+	}
+	return false
+}
+
+// toStorePod converts the status view of a pod for the crawl document.
+func toStorePod(p trawlerv1.PodStatus, now time.Time) store.PodStatus {
+	milli := func(m map[string]string, k string) int64 {
+		q, err := resource.ParseQuantity(m[k])
+		if err != nil {
+			return 0
+		}
+		return q.MilliValue()
+	}
+	bytes := func(m map[string]string, k string) int64 {
+		q, err := resource.ParseQuantity(m[k])
+		if err != nil {
+			return 0
+		}
+		return q.Value()
+	}
+	return store.PodStatus{
+		Phase: p.Phase, Restarts: p.Restarts, ExitCode: p.ExitCode, Reason: p.Reason,
+		CPUAllocMilli: milli(p.Requests, "cpu"), MemoryAlloc: bytes(p.Requests, "memory"),
+		StorageAlloc: bytes(p.Requests, "storage"), CPUUsedMilli: milli(p.Usage, "cpu"),
+		MemoryUsed: bytes(p.Usage, "memory"), LastUpdated: now,
+	}
+}
