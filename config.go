@@ -107,6 +107,8 @@ var settings = []setting{
 	{"crawler.termination_grace_seconds", 600, "grace period of crawler pods"},
 	{"crawler.liveness_port", 6065, "crawler health-check port (0 = no liveness probe)"},
 	{"crawler.node_type", "", "preferred nodeType label value for crawler pods"},
+	{"crawler.socks_proxy_host", "", "SOCKS5 proxy for crawler and profile browsers (SOCKS_HOST); empty = none"},
+	{"crawler.socks_proxy_port", 0, "port of the SOCKS5 proxy (SOCKS_PORT); 0 = 9050"},
 	{"crawler.volume_storage_class", "", "storage class of crawler and Redis PVCs"},
 	{"crawler.extra_args", "", "appended to the crawlers' CRAWL_ARGS (the chart's crawler_extra_args; trawler dev honours it, e.g. --sim.pageMs 500)"},
 

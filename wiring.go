@@ -106,6 +106,8 @@ func operatorConfig(v *viper.Viper) (operator.Config, error) {
 	c.TerminationGraceSeconds = int64(v.GetInt("crawler.termination_grace_seconds"))
 	c.CrawlerLivenessPort = v.GetInt("crawler.liveness_port")
 	c.CrawlerNodeType = v.GetString("crawler.node_type")
+	c.SocksProxyHost = v.GetString("crawler.socks_proxy_host")
+	c.SocksProxyPort = v.GetInt("crawler.socks_proxy_port")
 	c.StorageClass = v.GetString("crawler.volume_storage_class")
 	c.RedisImage = v.GetString("redis.image")
 	c.RedisPullPolicy = v.GetString("redis.image_pull_policy")

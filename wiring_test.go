@@ -53,3 +53,24 @@ func TestDefaultsFillEveryConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestSocksProxySettings: the chart's TRAWLER_CRAWLER_SOCKS_PROXY_* reach
+// the operator (which renders SOCKS_HOST and SOCKS_PORT, 9050 when no port
+// is given).
+func TestSocksProxySettings(t *testing.T) {
+	t.Setenv("TRAWLER_CRAWLER_SOCKS_PROXY_HOST", "tor.proxy")
+	t.Setenv("TRAWLER_CRAWLER_SOCKS_PROXY_PORT", "1080")
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	bindConfigFlags(fs)
+	v, err := loadConfig("", fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := operatorConfig(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SocksProxyHost != "tor.proxy" || c.SocksProxyPort != 1080 {
+		t.Errorf("socks proxy %q:%d", c.SocksProxyHost, c.SocksProxyPort)
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,9 +67,12 @@ type Config struct {
 	CrawlerLivenessPort     int
 	CrawlerNodeType         string
 	RedisNodeType           string
-	SocksProxyHost          string
-	SocksProxyPort          int
 	TerminationGraceSeconds int64
+
+	// SocksProxyHost, when set, sends crawler and profile browsers through
+	// this SOCKS5 proxy, at SocksProxyPort (0: 9050, Tor's).
+	SocksProxyHost string
+	SocksProxyPort int
 
 	// RedisDialer, when set, dials every crawl Redis (tests resolve the
 	// sandbox's cluster DNS with it). Nil in production.
@@ -133,6 +137,7 @@ func (c Config) validate() error {
 	check(c.RedisStorage.IsZero(), "RedisStorage")
 	check(c.TerminationGraceSeconds <= 0, "TerminationGraceSeconds")
 	check(c.Workers <= 0, "Workers")
+	check(c.SocksProxyPort < 0 || c.SocksProxyPort > 65535, "SocksProxyPort (0..65535)")
 	for _, d := range []struct {
 		v    time.Duration
 		name string
@@ -146,6 +151,23 @@ func (c Config) validate() error {
 		return fmt.Errorf("operator: config lacks %s", strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// defaultSocksPort is the port of the SOCKS proxy when only its host is
+// configured (Tor's).
+const defaultSocksPort = 9050
+
+// socksProxy returns the SOCKS proxy's host and port, and false when none
+// is configured.
+func (c Config) socksProxy() (string, string, bool) {
+	if c.SocksProxyHost == "" {
+		return "", "", false
+	}
+	port := c.SocksProxyPort
+	if port == 0 {
+		port = defaultSocksPort
+	}
+	return c.SocksProxyHost, strconv.Itoa(port), true
 }
 
 // crawlerResources returns the crawler container's cpu and memory per

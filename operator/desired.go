@@ -30,10 +30,6 @@ const redisGraceSeconds = 10
 // not restart a crawl.
 const unreachableTolerationSeconds = 300
 
-// defaultSocksPort is the port of the SOCKS proxy when only its host is
-// configured (Tor's).
-const defaultSocksPort = 9050
-
 // childPlan says which children a CrawlJob should have right now. decide
 // (decide.go) fills it; desiredChildren renders it.
 type childPlan struct {
@@ -130,10 +126,8 @@ func crawlerPod(cj *trawlerv1.CrawlJob, cfg Config, i int) *corev1.Pod {
 		{Name: "STORE_FILENAME", Value: cj.Spec.StoreFilename},
 		{Name: "STORE_USER", Value: cj.Spec.UserID},
 	}
-	if cfg.SocksProxyHost != "" {
-		env = append(env,
-			corev1.EnvVar{Name: "SOCKS_HOST", Value: cfg.SocksProxyHost},
-			corev1.EnvVar{Name: "SOCKS_PORT", Value: strconv.Itoa(cfg.SocksProxyPort)})
+	if host, port, ok := cfg.socksProxy(); ok {
+		env = append(env, corev1.EnvVar{Name: "SOCKS_HOST", Value: host}, corev1.EnvVar{Name: "SOCKS_PORT", Value: port})
 	}
 	container := corev1.Container{
 		Name:            "crawler",

@@ -94,10 +94,26 @@ func TestCrawlerPodOptions(t *testing.T) {
 					t.Errorf("command %v", cmd)
 				}
 			}},
-		{"socks proxy env", func(c *Config) { c.SocksProxyHost, c.SocksProxyPort = "socks", 9050 }, nil,
+		{"socks proxy env", func(c *Config) { c.SocksProxyHost, c.SocksProxyPort = "socks", 1080 }, nil,
 			func(t *testing.T, p *corev1.Pod) {
 				env := envMap(p.Spec.Containers[0])
-				if env["SOCKS_HOST"] != "socks" || env["SOCKS_PORT"] != "9050" {
+				if env["SOCKS_HOST"] != "socks" || env["SOCKS_PORT"] != "1080" {
+					t.Errorf("env %v", env)
+				}
+			}},
+		{"socks proxy without a port: 9050, never 0", func(c *Config) { c.SocksProxyHost = "tor" }, nil,
+			func(t *testing.T, p *corev1.Pod) {
+				if env := envMap(p.Spec.Containers[0]); env["SOCKS_HOST"] != "tor" || env["SOCKS_PORT"] != "9050" {
+					t.Errorf("env %v", env)
+				}
+			}},
+		{"no socks proxy: no socks env", nil, nil,
+			func(t *testing.T, p *corev1.Pod) {
+				env := envMap(p.Spec.Containers[0])
+				if _, ok := env["SOCKS_HOST"]; ok {
+					t.Errorf("env %v", env)
+				}
+				if _, ok := env["SOCKS_PORT"]; ok {
 					t.Errorf("env %v", env)
 				}
 			}},

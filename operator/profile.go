@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,13 +86,8 @@ func browserPod(pj *trawlerv1.ProfileJob, cfg Config) *corev1.Pod {
 		{Name: "STORE_PATH", Value: pj.Spec.StoragePath},
 		{Name: "VNC_PASS", Value: pj.Spec.VNCPassword},
 	}
-	if cfg.SocksProxyHost != "" {
-		port := cfg.SocksProxyPort
-		if port == 0 {
-			port = defaultSocksPort
-		}
-		env = append(env, corev1.EnvVar{Name: "CHROME_FLAGS",
-			Value: "--proxy-server=socks5://" + cfg.SocksProxyHost + ":" + strconv.Itoa(port)})
+	if host, port, ok := cfg.socksProxy(); ok {
+		env = append(env, corev1.EnvVar{Name: "CHROME_FLAGS", Value: "--proxy-server=socks5://" + host + ":" + port})
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
