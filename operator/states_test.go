@@ -71,15 +71,7 @@ func TestOrgConcurrencyLimit(t *testing.T) {
 // and log tails.
 func TestFailedCrawlLogsWithThrowingCrawler(t *testing.T) {
 	h := newHarness(t)
-	ctx := context.Background()
-	cm, err := h.kube.CoreV1().ConfigMaps(h.ns).Get(ctx, "shared-crawler-config", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm.Data["CRAWL_ARGS"] += " --sim.throwAtPage 1 --sim.failWindow 600s"
-	if _, err := h.kube.CoreV1().ConfigMaps(h.ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	h.crawlArgs(" --sim.throwAtPage 1 --sim.failWindow 600s")
 	cfg := h.config()
 	cfg.LogFailedCrawlLines = 5
 	h.startOperator(cfg)

@@ -88,7 +88,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 			c.queue.Add(key)
 		}
 		if !meta.IsStatusConditionTrue(st.Conditions, CondFinishTasks) {
-			c.startPostCrawlTasks(ctx, key, cj, o.RedisPod != nil)
+			// The post-crawl tasks drain the crawl's Redis (error lines,
+			// crawls-done) once its crawlers have exited (pod events bring
+			// us back), so what they log while stopping is kept.
+			if len(o.Crawlers) == 0 {
+				c.startPostCrawlTasks(ctx, key, cj, o.RedisPod != nil)
+			}
 		} else {
 			after, err := c.release(ctx, cj, st, o)
 			if err != nil {
