@@ -1,14 +1,20 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
 
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -335,5 +341,73 @@ func TestWorkflowShowsEndedCrawlBeforeItsStats(t *testing.T) {
 	want["crawlCount"] = 1.0
 	if diff := cmp.Diff(want, lastCrawl("get")); diff != "" {
 		t.Fatalf("after the post-crawl tasks (-want +got):\n%s", diff)
+	}
+}
+
+// bothChecked is a Store whose ActiveCrawls waits until every replica
+// sharing the gate has checked, so two starts of a workflow both find it
+// idle: the race that only a store-level guard settles.
+type bothChecked struct {
+	Store
+	gate *sync.WaitGroup
+}
+
+func (s bothChecked) ActiveCrawls(ctx context.Context, oid, cid uuid.UUID) ([]store.Crawl, error) {
+	active, err := s.Store.ActiveCrawls(ctx, oid, cid)
+	s.gate.Done()
+	s.gate.Wait()
+	return active, err
+}
+
+// TestTwoReplicasStartAWorkflowOnce runs a workflow through two API
+// replicas (each with its own database client, as two processes) at the
+// same moment, after both have found it idle: one crawl starts, the other
+// request is a 400 crawl_already_running.
+func TestTwoReplicasStartAWorkflowOnce(t *testing.T) {
+	var gate sync.WaitGroup
+	e := newEnvWith(t, func(_ *Config, d *Deps) { d.Store = bothChecked{Store: d.Store, gate: &gate} })
+	other, err := store.Open(context.Background(), mongotest.URI(t), e.store.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close(context.Background()) })
+	launcherB := &fakeLauncher{}
+	replicaB := New(testConfig(), Deps{Store: bothChecked{Store: other, gate: &gate}, Launcher: launcherB, RedisDialer: dialRedis(t)})
+	t.Cleanup(replicaB.WaitForBackground)
+
+	cid := e.createWorkflow(asCrawler, workflowBody("wf", false))["id"].(string)
+	run := e.orgPath("/crawlconfigs/" + cid + "/run")
+	for round := range 3 {
+		gate.Add(2)
+		codes := make([]int, 2)
+		var started []string
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i, h := range []http.Handler{e.srv.Handler(), replicaB.Handler()} {
+			wg.Go(func() {
+				req := httptest.NewRequest("POST", run, nil)
+				req.Header.Set("Authorization", "Bearer "+e.tokens[asCrawler])
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				codes[i] = rec.Code
+				if rec.Code == 200 {
+					var out struct{ Started string }
+					_ = json.Unmarshal(rec.Body.Bytes(), &out)
+					mu.Lock()
+					started = append(started, out.Started)
+					mu.Unlock()
+				} else if !strings.Contains(rec.Body.String(), "crawl_already_running") {
+					t.Errorf("round %d replica %d: %d %s", round, i, rec.Code, rec.Body)
+				}
+			})
+		}
+		wg.Wait()
+		if len(started) != 1 {
+			t.Fatalf("round %d: %d crawls started (status codes %v)", round, len(started), codes)
+		}
+		if n := len(e.launcher.callList()) + len(launcherB.callList()); n != round+1 {
+			t.Fatalf("round %d: %d launches in all", round, n)
+		}
+		e.setState(started[0], "complete")
 	}
 }

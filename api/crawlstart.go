@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -91,10 +90,12 @@ func (s *Server) insertCrawl(ctx context.Context, crawl *store.Crawl, wf *store.
 	for attempt := 0; ; attempt++ {
 		crawl.ID = crawlID(prefix, wf, started, attempt)
 		err := s.store.AddCrawl(ctx, crawl)
-		if err == nil {
+		switch {
+		case err == nil:
 			return nil
-		}
-		if !errors.Is(err, store.ErrConflict) || attempt+1 == maxIDAttempts {
+		case store.Detail(err) == "crawl_already_running":
+			return errCrawlAlreadyRunning
+		case store.Detail(err) != "crawl_exists" || attempt+1 == maxIDAttempts:
 			return fmt.Errorf("recording crawl: %w", err)
 		}
 	}
@@ -210,11 +211,10 @@ var (
 // scheduler alike, unless the workflow has a crawl that has not ended
 // (errCrawlAlreadyRunning) or the org's storage is full
 // (errStorageQuotaReached); a failed start is a 500 "Error starting
-// crawl". The workflow's lock makes the check and the start one step
-// within this process.
+// crawl". The check below answers most cases; the store's guard (one
+// unfinished crawl per workflow, see store.AddCrawl) settles two starts of
+// the same workflow at the same moment, even on two replicas.
 func (s *Server) startIdleCrawl(ctx context.Context, org *store.Org, wf *store.CrawlConfig, userID uuid.UUID, manual bool) (string, error) {
-	unlock := s.lockWorkflow(wf.ID)
-	defer unlock()
 	active, err := s.store.ActiveCrawls(ctx, wf.OID, wf.ID)
 	if err != nil {
 		return "", err
@@ -226,31 +226,11 @@ func (s *Server) startIdleCrawl(ctx context.Context, org *store.Org, wf *store.C
 		return "", errStorageQuotaReached
 	}
 	id, err := s.startCrawl(ctx, org, wf, userID, manual)
-	if err != nil {
+	switch {
+	case errors.Is(err, errCrawlAlreadyRunning):
+		return "", err
+	case err != nil:
 		return "", internal("Error starting crawl", err)
 	}
 	return id, nil
-}
-
-// workflowLocks serialises starts of one workflow within this process,
-// so two quick "run" calls cannot both see it idle.
-type workflowLocks struct {
-	mu    sync.Mutex
-	locks map[uuid.UUID]*sync.Mutex
-}
-
-// lockWorkflow locks workflow cid and returns the unlock function.
-func (s *Server) lockWorkflow(cid uuid.UUID) func() {
-	s.runLocks.mu.Lock()
-	if s.runLocks.locks == nil {
-		s.runLocks.locks = map[uuid.UUID]*sync.Mutex{}
-	}
-	l, ok := s.runLocks.locks[cid]
-	if !ok {
-		l = &sync.Mutex{}
-		s.runLocks.locks[cid] = l
-	}
-	s.runLocks.mu.Unlock()
-	l.Lock()
-	return l.Unlock
 }

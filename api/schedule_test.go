@@ -126,7 +126,9 @@ func TestSchedulerRescan(t *testing.T) {
 // is left alone.
 func TestRelaunchOrphans(t *testing.T) {
 	e := newEnv(t)
-	cid, fresh := e.startCrawl(asCrawler, "wf")
+	_, fresh := e.startCrawl(asCrawler, "wf")
+	// The orphan is another workflow's: a workflow has one crawl at a time.
+	cid := e.createWorkflow(asCrawler, workflowBody("orphaned", false))["id"].(string)
 	wf, err := e.store.GetCrawlConfig(t.Context(), e.org, uuid.MustParse(cid))
 	if err != nil {
 		t.Fatal(err)

@@ -122,7 +122,6 @@ type Server struct {
 	// background tracks e-mails being sent after their request answered.
 	background sync.WaitGroup
 
-	runLocks   workflowLocks
 	openAPIDoc openAPIDoc
 	scheduler  *Scheduler
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
@@ -67,8 +68,16 @@ var crawlSorts = map[string]bool{"started": true, "finished": true, "fileSize": 
 // c.FirstSeed, c.Type ("crawl" if empty) and turns nil lists into empty
 // ones.
 //
-// Errors: Conflict("crawl_exists") if the id is taken (the workflow is then
-// left alone).
+// A crawl of a workflow that has not ended holds its workflow in
+// activeCid, which a unique index keeps to one crawl: the insert itself is
+// the compare-and-set that lets only one of two concurrent starts of a
+// workflow (two API replicas, a user and the scheduler) through, on
+// MongoDB and on FerretDB alike. SetCrawlState frees it when the crawl
+// ends.
+//
+// Errors: Conflict("crawl_exists") if the id is taken,
+// Conflict("crawl_already_running") if the workflow has a crawl that has
+// not ended (the workflow is then left alone).
 func (m *Mongo) AddCrawl(ctx context.Context, c *Crawl) error {
 	c.FirstSeed = firstSeed(&c.Config)
 	if c.Type == "" {
@@ -86,11 +95,13 @@ func (m *Mongo) AddCrawl(ctx context.Context, c *Crawl) error {
 	if c.Tags == nil {
 		c.Tags = []string{}
 	}
-	if _, err := m.coll(collCrawls).InsertOne(ctx, c); err != nil {
-		if isDuplicate(err) {
-			return Conflict("crawl_exists")
-		}
-		return fmt.Errorf("inserting crawl: %w", err)
+	c.ActiveCID = nil
+	if c.Type == TypeCrawl && c.CID != uuid.Nil && !IsFinished(c.State) {
+		cid := c.CID
+		c.ActiveCID = &cid
+	}
+	if err := m.insertCrawl(ctx, c); err != nil {
+		return err
 	}
 	if _, err := m.coll(collConfigs).UpdateOne(ctx, bson.M{"_id": c.CID, "oid": c.OID},
 		bson.M{"$inc": bson.M{"crawlAttemptCount": 1}}); err != nil {
@@ -103,6 +114,45 @@ func (m *Mongo) AddCrawl(ctx context.Context, c *Crawl) error {
 		return fmt.Errorf("recording crawl start on workflow: %w", err)
 	}
 	return nil
+}
+
+// insertCrawl inserts c, telling a taken id from a workflow that has a
+// crawl running. A slot held by a crawl that has ended (its release lost,
+// as a concurrent write on FerretDB can lose it) is freed, once.
+func (m *Mongo) insertCrawl(ctx context.Context, c *Crawl) error {
+	for attempt := 0; ; attempt++ {
+		_, err := m.coll(collCrawls).InsertOne(ctx, c)
+		switch {
+		case err == nil:
+			return nil
+		case !isDuplicate(err):
+			return fmt.Errorf("inserting crawl: %w", err)
+		}
+		if _, err := m.GetCrawlByID(ctx, c.ID); err == nil {
+			return Conflict("crawl_exists")
+		}
+		if c.ActiveCID == nil || attempt > 0 {
+			return Conflict("crawl_already_running")
+		}
+		var holder struct {
+			ID    string `bson:"_id"`
+			State string `bson:"state"`
+		}
+		read := options.FindOne().SetProjection(bson.M{"state": 1})
+		err = m.coll(collCrawls).FindOne(ctx, bson.M{"activeCid": c.ActiveCID}, read).Decode(&holder)
+		switch {
+		case errors.Is(err, mongo.ErrNoDocuments):
+			// Freed in between: try again.
+		case err != nil:
+			return fmt.Errorf("finding the workflow's running crawl: %w", err)
+		case !IsFinished(holder.State):
+			return Conflict("crawl_already_running")
+		default:
+			if _, err := m.coll(collCrawls).UpdateOne(ctx, bson.M{"_id": holder.ID}, bson.M{"$unset": bson.M{"activeCid": ""}}); err != nil {
+				return fmt.Errorf("freeing the workflow of ended crawl %s: %w", holder.ID, err)
+			}
+		}
+	}
 }
 
 // GetCrawl returns crawl id of org oid, of any type, with files.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,8 +96,8 @@ func TestListCrawls(t *testing.T) {
 	t0 := now()
 	c1 := mustCrawl(t, m, wfA, "c1", t0)
 	c2 := mustCrawl(t, m, wfB, "c2", t0.Add(time.Minute))
+	finish(t, m, c1.ID, store.StateComplete, t0.Add(10*time.Minute), 300) // a workflow runs one crawl at a time
 	mustCrawl(t, m, wfA, "c3", t0.Add(2*time.Minute))
-	finish(t, m, c1.ID, store.StateComplete, t0.Add(10*time.Minute), 300)
 	finish(t, m, c2.ID, store.StateFailed, t0.Add(5*time.Minute), 100)
 	if err := m.UpdateCrawl(ctx, oid, c2.ID, store.CrawlUpdate{Description: store.Some(ptr("d"))}); err != nil {
 		t.Fatal(err)
@@ -233,4 +235,78 @@ func TestDeleteCrawls(t *testing.T) {
 			t.Fatalf("workflow stats %+v", s)
 		}
 	})
+}
+
+// TestOneUnfinishedCrawlPerWorkflow: AddCrawl refuses a second crawl of a
+// workflow while one has not ended, also when two processes (two API
+// replicas, each with its own client) start it at the same moment.
+func TestOneUnfinishedCrawlPerWorkflow(t *testing.T) {
+	m := mongotest.Open(t)
+	ctx := context.Background()
+	wf := mustWorkflow(t, m, uuid.New(), "W", "https://w.example/")
+	t0 := now()
+	first := mustCrawl(t, m, wf, "first", t0)
+	err := m.AddCrawl(ctx, newCrawl(wf, "second", t0))
+	if !errors.Is(err, store.ErrConflict) || store.Detail(err) != "crawl_already_running" {
+		t.Fatalf("second crawl while the first runs: %v", err)
+	}
+	if w, _ := m.GetCrawlConfig(ctx, wf.OID, wf.ID); w.CrawlAttemptCount != 1 {
+		t.Errorf("a refused start counted an attempt: %d", w.CrawlAttemptCount)
+	}
+	if _, err := m.GetCrawlByID(ctx, "second"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the refused crawl was stored: %v", err)
+	}
+	if err := m.AddCrawl(ctx, newCrawl(wf, "first", t0)); store.Detail(err) != "crawl_exists" {
+		t.Errorf("taken id: %v", err)
+	}
+	other := mustWorkflow(t, m, wf.OID, "O", "https://o.example/")
+	mustCrawl(t, m, other, "other", t0) // another workflow runs alongside
+
+	finish(t, m, first.ID, store.StateCanceled, t0.Add(time.Minute))
+	mustCrawl(t, m, wf, "second", t0.Add(2*time.Minute))
+
+	// A slot whose release was lost (a finished crawl still holding it) is
+	// freed by the next start.
+	finish(t, m, "second", store.StateComplete, t0.Add(3*time.Minute))
+	if _, err := m.Raw().Collection("crawls").UpdateOne(ctx, bson.M{"_id": "second"}, bson.M{"$set": bson.M{"activeCid": wf.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	mustCrawl(t, m, wf, "third", t0.Add(4*time.Minute))
+	finish(t, m, "third", store.StateComplete, t0.Add(5*time.Minute))
+
+	// Two processes start the workflow at once, many times over: one wins
+	// each time.
+	replicas := make([]*store.Mongo, 2)
+	for i := range replicas {
+		r, err := store.Open(ctx, mongotest.URI(t), m.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close(context.Background()) })
+		replicas[i] = r
+	}
+	for round := range 10 {
+		var wg sync.WaitGroup
+		var won atomic.Int32
+		for i, r := range replicas {
+			wg.Go(func() {
+				err := r.AddCrawl(ctx, newCrawl(wf, fmt.Sprintf("round%d-%d", round, i), t0.Add(time.Hour)))
+				switch {
+				case err == nil:
+					won.Add(1)
+				case store.Detail(err) != "crawl_already_running":
+					t.Errorf("round %d replica %d: %v", round, i, err)
+				}
+			})
+		}
+		wg.Wait()
+		if won.Load() != 1 {
+			t.Fatalf("round %d: %d crawls started", round, won.Load())
+		}
+		active, err := m.ActiveCrawls(ctx, wf.OID, wf.ID)
+		if err != nil || len(active) != 1 {
+			t.Fatalf("round %d: active crawls %d, %v", round, len(active), err)
+		}
+		finish(t, m, active[0].ID, store.StateComplete, t0.Add(time.Hour))
+	}
 }

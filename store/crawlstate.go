@@ -32,7 +32,8 @@ type CrawlStateExtra struct {
 // empty). It returns whether it changed the document and the crawl as it
 // is afterwards, so that on a lost race the caller adopts the stored state
 // and finished time. Setting the state a crawl already has (allowed) counts
-// as updated, which makes retries harmless.
+// as updated, which makes retries harmless. A final state frees the
+// crawl's workflow for its next crawl (activeCid, see AddCrawl).
 //
 // Errors: NotFound("crawl_not_found").
 func (m *Mongo) SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra CrawlStateExtra) (bool, *Crawl, error) {
@@ -55,8 +56,13 @@ func (m *Mongo) SetCrawlState(ctx context.Context, crawlID, newState string, all
 	if extra.Stats != nil {
 		set["stats"] = *extra.Stats
 	}
+	update := bson.M{"$set": set}
+	if IsFinished(newState) {
+		// The crawl's workflow may start another (see AddCrawl).
+		update["$unset"] = bson.M{"activeCid": ""}
+	}
 	var c Crawl
-	err = m.coll(collCrawls).FindOneAndUpdate(ctx, m.condFilter(ctx, crawlID, cond), bson.M{"$set": set},
+	err = m.coll(collCrawls).FindOneAndUpdate(ctx, m.condFilter(ctx, crawlID, cond), update,
 		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&c)
 	if err == nil {
 		return true, &c, nil

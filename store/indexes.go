@@ -44,6 +44,9 @@ var indexes = map[string][]mongo.IndexModel{
 		{Keys: bson.D{{Key: "state", Value: 1}}},
 		{Keys: bson.D{{Key: "fileSize", Value: -1}}},
 		{Keys: bson.D{{Key: "collectionIds", Value: 1}}},
+		// One unfinished crawl per workflow (AddCrawl); unique is atomic on
+		// FerretDB too, where a compare-and-set update is not.
+		{Keys: bson.D{{Key: "activeCid", Value: 1}}, Options: options.Index().SetUnique(true).SetSparse(true)},
 	},
 	collCrawlErrors: {
 		{Keys: bson.D{{Key: "crawlId", Value: 1}, {Key: "idx", Value: 1}}},

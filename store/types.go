@@ -306,6 +306,10 @@ type Crawl struct {
 	// PostCrawlDone is set once the post-crawl tasks (RunPostCrawlTasks)
 	// have all completed; the operator reruns them until it is.
 	PostCrawlDone bool `bson:"postCrawlDone,omitempty"`
+	// ActiveCID is the crawl's workflow while the crawl has not ended, and
+	// unset after: a unique index on it is the store's guard that a
+	// workflow has one unfinished crawl at a time (see AddCrawl).
+	ActiveCID *uuid.UUID `bson:"activeCid,omitempty"`
 }
 
 // PodStatus is what the operator records about one pod of a crawl: its
