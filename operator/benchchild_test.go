@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -37,6 +39,9 @@ const (
 	childDB        = "TRAWLER_CHILD_DB"
 	childRedis     = "TRAWLER_CHILD_REDIS"
 	childCounts    = "TRAWLER_CHILD_COUNTS"
+	// childPprof names the file the child writes the address of its pprof
+	// server to.
+	childPprof = "TRAWLER_CHILD_PPROF"
 )
 
 // Stub images: the sandbox kubelet runs unknown images as containers that
@@ -106,6 +111,10 @@ func runChildOperator() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if err := servePprof(os.Getenv(childPprof)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	go func() {
 		for ctx.Err() == nil {
 			mu.Lock()
@@ -122,18 +131,34 @@ func runChildOperator() int {
 	return 0
 }
 
+// servePprof serves net/http/pprof on a loopback port and writes its
+// address to file.
+func servePprof(file string) error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	go func() { _ = http.Serve(l, mux) }()
+	return os.WriteFile(file, []byte(l.Addr().String()), 0o644)
+}
+
 // childOperator is a running child process.
 type childOperator struct {
 	cmd    *exec.Cmd
 	counts string
+	pprof  string
 }
 
 func (h *harness) startChildOperator(db string) *childOperator {
 	h.t.Helper()
-	c := &childOperator{counts: h.t.TempDir() + "/counts.json"}
+	dir := h.t.TempDir()
+	c := &childOperator{counts: dir + "/counts.json", pprof: dir + "/pprof.addr"}
 	c.cmd = exec.Command(os.Args[0])
 	c.cmd.Env = append(os.Environ(), childEnv+"=1", childNamespace+"="+h.ns, childKube+"="+h.env.Kubeconfig(),
-		childMongo+"="+h.env.MongoURI(), childDB+"="+db, childRedis+"="+h.env.Redis.Addr(), childCounts+"="+c.counts)
+		childMongo+"="+h.env.MongoURI(), childDB+"="+db, childRedis+"="+h.env.Redis.Addr(), childCounts+"="+c.counts,
+		childPprof+"="+c.pprof)
 	c.cmd.Stderr = os.Stderr
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
@@ -186,4 +211,21 @@ func (c *childOperator) usage() (rss int64, cpu time.Duration) {
 		}
 	}
 	return rss, cpu
+}
+
+// profile fetches one of the child's pprof profiles (e.g. "heap?gc=1").
+func (c *childOperator) profile(name string) ([]byte, error) {
+	addr, err := os.ReadFile(c.pprof)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.Get("http://" + string(addr) + "/debug/pprof/" + name)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("pprof %s: %s", name, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
 }
