@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/trawlerhq/trawler/crawlredis"
 	"github.com/trawlerhq/trawler/k8s"
@@ -30,12 +31,16 @@ func newRedisClient(cfg Config, crawlID string) (*redis.Client, error) {
 	opts.ReadTimeout = cfg.RedisTimeout
 	opts.WriteTimeout = cfg.RedisTimeout
 	opts.PoolSize = 2
-	// A poll reads a few small keys: small buffers keep a thousand crawls'
-	// clients in tens of MiB (the defaults cost ~320 KiB per client).
-	opts.PipelinePoolSize = 1
-	opts.ReadBufferSize, opts.WriteBufferSize = 16<<10, 16<<10
-	opts.PipelineReadBufferSize, opts.PipelineWriteBufferSize = 16<<10, 16<<10
+	// A poll reads a few small keys, and a thousand crawls each hold a
+	// client: pipelines share the main pool (one connection, not two) and
+	// 4 KiB buffers keep them all within a few MiB (the defaults cost
+	// ~320 KiB per client; larger replies are read in several fills).
+	opts.PipelinePoolSize = -1
+	opts.ReadBufferSize, opts.WriteBufferSize = 4<<10, 4<<10
 	opts.MinIdleConns = 0
+	// No maintenance notifications: a crawl's Redis is a plain pod, and the
+	// handlers cost ~5 KiB per client.
+	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	opts.MaxRetries = -1
 	opts.DialerRetries = 1
 	opts.DisableIdentity = true
