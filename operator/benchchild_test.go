@@ -65,7 +65,8 @@ func stubConfig(cfg operator.Config, redisAddr string) operator.Config {
 	return cfg
 }
 
-// requestCounter counts API requests by verb.
+// requestCounter counts API requests by verb and, for writes, resource
+// ("PUT crawljobs/status").
 type requestCounter struct {
 	next http.RoundTripper
 	mu   *sync.Mutex
@@ -73,14 +74,34 @@ type requestCounter struct {
 }
 
 func (c requestCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	verb := r.Method
-	if r.URL.Query().Get("watch") == "true" {
-		verb = "WATCH"
+	key := r.Method
+	switch {
+	case r.URL.Query().Get("watch") == "true":
+		key = "WATCH"
+	case r.Method != http.MethodGet:
+		key += " " + resourceOf(r.URL.Path)
 	}
 	c.mu.Lock()
-	c.n[verb]++
+	c.n[key]++
 	c.mu.Unlock()
 	return c.next.RoundTrip(r)
+}
+
+// resourceOf returns the resource (and subresource) a namespaced API path
+// names: .../namespaces/ns/crawljobs/name/status -> crawljobs/status.
+func resourceOf(path string) string {
+	_, rest, ok := strings.Cut(path, "/namespaces/")
+	if !ok {
+		return path
+	}
+	parts := strings.Split(rest, "/")[1:]
+	if len(parts) == 3 {
+		return parts[0] + "/" + parts[2]
+	}
+	if len(parts) > 0 {
+		return parts[0]
+	}
+	return path
 }
 
 // runChildOperator is the child process: an operator whose request
