@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -97,17 +96,6 @@ var eventScheme = func() *runtime.Scheme {
 	return s
 }()
 
-// stripManagedFields drops an object's managedFields before it is cached:
-// the operator never reads them, and with a thousand crawls they are a
-// tenth of its cache. An update sent from a cached copy leaves them as
-// they are (only an empty list would reset them).
-func stripManagedFields(obj any) (any, error) {
-	if m, err := meta.Accessor(obj); err == nil {
-		m.SetManagedFields(nil)
-	}
-	return obj, nil
-}
-
 // New builds a Controller; call Run to start it.
 func New(cfg Config, deps Deps) (*Controller, error) {
 	if deps.Kube == nil || deps.Trawler == nil || deps.Store == nil {
@@ -135,17 +123,17 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 
 	ns := cfg.Namespace
 	c.kubeFactory = kubeinformers.NewSharedInformerFactoryWithOptions(deps.Kube, cfg.Resync,
-		kubeinformers.WithNamespace(ns), kubeinformers.WithTransform(stripManagedFields),
+		kubeinformers.WithNamespace(ns), kubeinformers.WithTransform(trimForCache),
 		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = fmt.Sprintf("%s in (%s,%s,%s)", k8s.LabelRole, k8s.RoleCrawler, k8s.RoleRedis, k8s.RoleBrowser)
 		}))
 	c.cmFactory = kubeinformers.NewSharedInformerFactoryWithOptions(deps.Kube, cfg.Resync,
-		kubeinformers.WithNamespace(ns), kubeinformers.WithTransform(stripManagedFields),
+		kubeinformers.WithNamespace(ns), kubeinformers.WithTransform(trimForCache),
 		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = k8s.LabelCrawl
 		}))
 	c.trawlerFactory = informers.NewSharedInformerFactoryWithOptions(deps.Trawler, cfg.Resync,
-		informers.WithNamespace(ns), informers.WithTransform(stripManagedFields))
+		informers.WithNamespace(ns), informers.WithTransform(trimForCache))
 
 	jobInf := c.trawlerFactory.Trawler().V1().CrawlJobs()
 	profInf := c.trawlerFactory.Trawler().V1().ProfileJobs()

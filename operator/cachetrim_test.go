@@ -1,0 +1,55 @@
+package operator
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+)
+
+func TestTrimForCache(t *testing.T) {
+	managed := []metav1.ManagedFieldsEntry{{Manager: "trawler", Operation: metav1.ManagedFieldsOperationUpdate}}
+	meta := metav1.ObjectMeta{Name: "x", Labels: map[string]string{"a": "b"}, ManagedFields: managed}
+	kept := metav1.ObjectMeta{Name: "x", Labels: map[string]string{"a": "b"}}
+	requests := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+	status := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Reason: "Unschedulable"}}}
+	tests := []struct {
+		name    string
+		in, out any
+	}{
+		{"a pod keeps its node, its containers' names, images and resources, and all its status",
+			&corev1.Pod{ObjectMeta: meta, Status: status, Spec: corev1.PodSpec{
+				NodeName: "node", Volumes: []corev1.Volume{{Name: "v"}}, Tolerations: []corev1.Toleration{{Key: "k"}},
+				InitContainers: []corev1.Container{{Name: "init"}},
+				Containers: []corev1.Container{{Name: "crawler", Image: "img", Resources: requests,
+					Env: []corev1.EnvVar{{Name: "E", Value: "v"}}, VolumeMounts: []corev1.VolumeMount{{Name: "v"}}}},
+			}},
+			&corev1.Pod{ObjectMeta: kept, Status: status, Spec: corev1.PodSpec{
+				NodeName: "node", Containers: []corev1.Container{{Name: "crawler", Image: "img", Resources: requests}},
+			}}},
+		{"a PVC keeps its spec",
+			&corev1.PersistentVolumeClaim{ObjectMeta: meta, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv"}},
+			&corev1.PersistentVolumeClaim{ObjectMeta: kept, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv"}}},
+		{"a CrawlJob keeps its spec and status",
+			&trawlerv1.CrawlJob{ObjectMeta: meta, Spec: trawlerv1.CrawlJobSpec{ID: "c"}, Status: trawlerv1.CrawlJobStatus{State: "running"}},
+			&trawlerv1.CrawlJob{ObjectMeta: kept, Spec: trawlerv1.CrawlJobSpec{ID: "c"}, Status: trawlerv1.CrawlJobStatus{State: "running"}}},
+		{"a deleted object whose last state is unknown passes through",
+			cache.DeletedFinalStateUnknown{Key: "ns/x"}, cache.DeletedFinalStateUnknown{Key: "ns/x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := trimForCache(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.out, got); diff != "" {
+				t.Errorf("trimmed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
