@@ -277,6 +277,9 @@ func BenchmarkThousandRunningCrawls(b *testing.B) {
 	b.Logf("setup: %d crawls running %v after their CrawlJobs were created (%v in all); on the way: %s", n,
 		time.Since(started).Round(time.Second), time.Since(setup).Round(time.Second), strings.Join(progress, "; "))
 	time.Sleep(5 * time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	changes := h.watchStatusChanges(ctx)
 
 	b.ResetTimer()
 	const window = 30 * time.Second
@@ -286,6 +289,7 @@ func BenchmarkThousandRunningCrawls(b *testing.B) {
 	after := child.requests()
 	rss, cpu1 := child.usage()
 	b.StopTimer()
+	b.Logf("CrawlJob status changes seen in the window, by what changed: %v", changes)
 
 	var writes, total float64
 	var rates []string

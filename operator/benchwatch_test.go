@@ -1,0 +1,93 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/cache"
+
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	informers "github.com/trawlerhq/trawler/k8s/generated/informers/externalversions"
+)
+
+// statusChanges counts the status updates of a namespace's CrawlJobs by
+// what they changed ("state running->waiting_capacity", or the status
+// fields, "pods.Phase" for a field of a pod's view), so a benchmark can
+// say what the writes it counted were.
+type statusChanges struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (h *harness) watchStatusChanges(ctx context.Context) *statusChanges {
+	sc := &statusChanges{n: map[string]int{}}
+	f := informers.NewSharedInformerFactoryWithOptions(h.trawler, 0, informers.WithNamespace(h.ns))
+	inf := f.Trawler().V1().CrawlJobs().Informer()
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, n any) {
+		old, cur := o.(*trawlerv1.CrawlJob), n.(*trawlerv1.CrawlJob)
+		if old.ResourceVersion == cur.ResourceVersion {
+			return
+		}
+		key := changedStatus(old.Status, cur.Status)
+		sc.mu.Lock()
+		sc.n[key]++
+		sc.mu.Unlock()
+	}})
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	return sc
+}
+
+// changedStatus names what differs between two statuses.
+func changedStatus(old, cur trawlerv1.CrawlJobStatus) string {
+	if old.State != cur.State {
+		return fmt.Sprintf("state %s->%s", old.State, cur.State)
+	}
+	var fields []string
+	ov, cv := reflect.ValueOf(old), reflect.ValueOf(cur)
+	for i := range ov.NumField() {
+		name := ov.Type().Field(i).Name
+		if apiequality.Semantic.DeepEqual(ov.Field(i).Interface(), cv.Field(i).Interface()) {
+			continue
+		}
+		if name != "Pods" {
+			fields = append(fields, name)
+			continue
+		}
+		podFields := map[string]bool{}
+		for k := range cur.Pods {
+			po, pc := reflect.ValueOf(old.Pods[k]), reflect.ValueOf(cur.Pods[k])
+			for j := range po.NumField() {
+				if !apiequality.Semantic.DeepEqual(po.Field(j).Interface(), pc.Field(j).Interface()) {
+					podFields["pods."+po.Type().Field(j).Name] = true
+				}
+			}
+		}
+		if len(old.Pods) != len(cur.Pods) {
+			podFields["pods(count)"] = true
+		}
+		fields = append(fields, slices.Sorted(maps.Keys(podFields))...)
+	}
+	if len(fields) == 0 {
+		return "nothing"
+	}
+	return strings.Join(fields, "+")
+}
+
+// String lists the counts, most frequent first.
+func (sc *statusChanges) String() string {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	keys := slices.SortedFunc(maps.Keys(sc.n), func(a, b string) int { return sc.n[b] - sc.n[a] })
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = fmt.Sprintf("%s %d", k, sc.n[k])
+	}
+	return strings.Join(out, ", ")
+}
