@@ -134,14 +134,16 @@ func TestCollectionMembers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A workflow has one unfinished crawl at a time: each ends before the
+	// next starts.
 	crawl("one", []string{"wr-test-1", "wr-test-2"}, t0)
-	crawl("two", []string{"wr-test-2"}, t0.Add(time.Minute))
-	crawl("running", []string{"x"}, t0.Add(2*time.Minute))
 	finish(t, m, "one", store.StateComplete, t0.Add(time.Hour), 100, 20)
+	crawl("two", []string{"wr-test-2"}, t0.Add(time.Minute))
 	if _, err := m.UpdateCrawlStats(ctx, "two", store.CrawlStats{Done: 3}); err != nil {
 		t.Fatal(err)
 	}
 	finish(t, m, "two", store.StatePartialComplete, t0.Add(time.Hour), 5)
+	crawl("running", []string{"x"}, t0.Add(2*time.Minute))
 	other := mustWorkflow(t, m, uuid.New(), "o", "https://o.example/")
 	mustCrawl(t, m, other, "other-org", t0)
 
