@@ -65,8 +65,8 @@ var crawlSorts = map[string]bool{"started": true, "finished": true, "fileSize": 
 // AddCrawl inserts a new crawl (normally in state starting) and records
 // its start on its workflow: crawlAttemptCount + 1 and the last-crawl
 // fields pointing at it (recomputed, see RecomputeWorkflowStats). It fills
-// c.FirstSeed, c.Type ("crawl" if empty) and turns nil lists into empty
-// ones.
+// c.FirstSeed, c.Type ("crawl" if empty), a state history of the first
+// state, and turns nil lists into empty ones.
 //
 // A crawl of a workflow that has not ended holds its workflow in
 // activeCid, which a unique index keeps to one crawl: the insert itself is
@@ -94,6 +94,9 @@ func (m *Mongo) AddCrawl(ctx context.Context, c *Crawl) error {
 	}
 	if c.Tags == nil {
 		c.Tags = []string{}
+	}
+	if c.StateHistory == nil {
+		c.StateHistory = c.History()
 	}
 	c.ActiveCID = nil
 	if c.Type == TypeCrawl && c.CID != uuid.Nil && !IsFinished(c.State) {

@@ -32,7 +32,8 @@ type CrawlStateExtra struct {
 // empty). It returns whether it changed the document and the crawl as it
 // is afterwards, so that on a lost race the caller adopts the stored state
 // and finished time. Setting the state a crawl already has (allowed) counts
-// as updated, which makes retries harmless. A final state frees the
+// as updated, which makes retries harmless. A change of state is appended
+// to the crawl's StateHistory in the same write; a final state frees the
 // crawl's workflow for its next crawl (activeCid, see AddCrawl).
 //
 // Errors: NotFound("crawl_not_found").
@@ -50,6 +51,9 @@ func (m *Mongo) SetCrawlState(ctx context.Context, crawlID, newState string, all
 		cond["state"] = bson.M{"$in": allowedFrom}
 	}
 	set := bson.M{"state": newState}
+	if newState != cur.State {
+		set["stateHistory"] = cur.withState(newState, time.Now().UTC().Truncate(time.Millisecond))
+	}
 	if extra.Finished != nil {
 		set["finished"] = *extra.Finished
 	}

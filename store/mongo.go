@@ -58,7 +58,9 @@ type Mongo struct {
 func Open(ctx context.Context, uri, dbName string, opts ...Option) (*Mongo, error) {
 	co := options.Client().ApplyURI(uri).SetRegistry(Registry())
 	for _, o := range opts {
-		o(co)
+		if err := o(co); err != nil {
+			return nil, err
+		}
 	}
 	client, err := mongo.Connect(co)
 	if err != nil {
@@ -67,13 +69,13 @@ func Open(ctx context.Context, uri, dbName string, opts ...Option) (*Mongo, erro
 	return &Mongo{client: client, db: client.Database(dbName)}, nil
 }
 
-// Option changes how Open connects.
-type Option func(*options.ClientOptions)
-
 // WithCommandMonitor observes every command the store sends (to count or
-// time them).
+// time them); it replaces the monitor WithMetrics sets.
 func WithCommandMonitor(m *event.CommandMonitor) Option {
-	return func(o *options.ClientOptions) { o.SetMonitor(m) }
+	return func(o *options.ClientOptions) error {
+		o.SetMonitor(m)
+		return nil
+	}
 }
 
 // Close disconnects from the server.

@@ -17,6 +17,7 @@
 package store
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -310,6 +311,53 @@ type Crawl struct {
 	// unset after: a unique index on it is the store's guard that a
 	// workflow has one unfinished crawl at a time (see AddCrawl).
 	ActiveCID *uuid.UUID `bson:"activeCid,omitempty"`
+	// StateHistory is every state the crawl has been in, oldest first
+	// (the last MaxStateHistory of them): watchers that look at the crawl
+	// less often than it changes still see each state it passed through.
+	// Crawls stored before it existed have none until their next change.
+	StateHistory []StateChange `bson:"stateHistory,omitempty"`
+}
+
+// StateChange is one entry of a crawl's state history.
+type StateChange struct {
+	// Seq numbers the crawl's states from 1 (its first state) on; it
+	// keeps counting when old entries are dropped.
+	Seq   int       `bson:"seq"`
+	State string    `bson:"state"`
+	At    time.Time `bson:"at"`
+}
+
+// MaxStateHistory bounds a crawl's state history: a crawl that keeps
+// flapping (running, waiting_capacity, running, ...) keeps its newest
+// entries.
+const MaxStateHistory = 100
+
+// History returns the crawl's state history, or, for a crawl stored
+// without one, a history of its current state alone.
+func (c *Crawl) History() []StateChange {
+	if len(c.StateHistory) > 0 || c.State == "" {
+		return c.StateHistory
+	}
+	return []StateChange{{Seq: 1, State: c.State, At: c.Started}}
+}
+
+// withState returns the history after a change to state at time at,
+// bounded by MaxStateHistory; the history is unchanged if state is
+// already the current one.
+func (c *Crawl) withState(state string, at time.Time) []StateChange {
+	h := c.History()
+	if len(h) > 0 && h[len(h)-1].State == state {
+		return h
+	}
+	seq := 1
+	if len(h) > 0 {
+		seq = h[len(h)-1].Seq + 1
+	}
+	h = append(slices.Clone(h), StateChange{Seq: seq, State: state, At: at})
+	if len(h) > MaxStateHistory {
+		h = h[len(h)-MaxStateHistory:]
+	}
+	return h
 }
 
 // PodStatus is what the operator records about one pod of a crawl: its

@@ -144,13 +144,13 @@ type DB struct {
 	raw     *mongo.Database
 }
 
-// Open returns a store on a fresh database with its indexes; the database
-// is dropped and the store closed when the test ends.
-func Open(tb testing.TB) *DB {
+// Open returns a store on a fresh database with its indexes, opened with
+// opts; the database is dropped and the store closed when the test ends.
+func Open(tb testing.TB, opts ...store.Option) *DB {
 	tb.Helper()
 	ctx := context.Background()
 	db := &DB{tb: tb, name: fmt.Sprintf("t%d_%d", os.Getpid(), dbCounter.Add(1))}
-	m, err := store.Open(ctx, URI(tb), db.name)
+	m, err := store.Open(ctx, URI(tb), db.name, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
