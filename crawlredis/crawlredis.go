@@ -45,6 +45,9 @@ func (k Keys) Done() string { return k.key("d") }
 // Size is the hash of each instance's archive size in bytes.
 func (k Keys) Size() string { return k.key("size") }
 
+// Failed is the list of pages that failed, newest first.
+func (k Keys) Failed() string { return k.key("f") }
+
 // Errors is the list of error log lines, newest first.
 func (k Keys) Errors() string { return k.key("e") }
 
@@ -120,4 +123,38 @@ func ReadStats(ctx context.Context, c redis.Cmdable, id string) (Stats, error) {
 		return Stats{}, fmt.Errorf("reading crawl stats: %w", err)
 	}
 	return read.Result(ctx, c)
+}
+
+// Progress is a running crawl as its Redis shows it: the stats, the
+// failed pages, and each instance's status and archive size, keyed by
+// instance id (the pod name).
+type Progress struct {
+	Stats
+	// Failed counts the pages that failed (also counted in Done).
+	Failed   int64
+	Statuses map[string]string
+	Sizes    map[string]int64
+}
+
+// ReadProgress reads crawl id's progress in one round trip (two for a
+// crawler before 0.10); absent keys count zero.
+func ReadProgress(ctx context.Context, c redis.Cmdable, id string) (Progress, error) {
+	k := Keys(id)
+	pipe := c.Pipeline()
+	read := QueueStats(ctx, pipe, id)
+	sizes := pipe.HGetAll(ctx, k.Size())
+	statuses := pipe.HGetAll(ctx, k.Status())
+	failed := pipe.LLen(ctx, k.Failed())
+	if _, err := pipe.Exec(ctx); err != nil && !IsMissingOrWrongType(err) {
+		return Progress{}, fmt.Errorf("reading crawl progress: %w", err)
+	}
+	st, err := read.Result(ctx, c)
+	if err != nil {
+		return Progress{}, err
+	}
+	p := Progress{Stats: st, Failed: failed.Val(), Statuses: statuses.Val(), Sizes: map[string]int64{}}
+	for uid, v := range sizes.Val() {
+		p.Sizes[uid], _ = strconv.ParseInt(v, 10, 64)
+	}
+	return p, nil
 }

@@ -2,23 +2,38 @@ package crawlredis_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/trawlerhq/trawler/crawlredis"
 	"github.com/trawlerhq/trawler/sandbox"
 )
 
-func TestReadStats(t *testing.T) {
-	ctx := context.Background()
-	srv, err := sandbox.StartRedis(ctx, t.TempDir())
+// startRedis starts a redis-server for the test and returns a client of
+// it with the given hooks.
+func startRedis(t *testing.T, hooks ...redis.Hook) *redis.Client {
+	t.Helper()
+	srv, err := sandbox.StartRedis(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Stop(0) })
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
+	for _, h := range hooks {
+		c.AddHook(h)
+	}
 	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestReadStats(t *testing.T) {
+	ctx := context.Background()
+	c := startRedis(t)
 
 	k := crawlredis.Keys("c1")
 	got, err := crawlredis.ReadStats(ctx, c, "c1")
@@ -40,5 +55,84 @@ func TestReadStats(t *testing.T) {
 	got, err = crawlredis.ReadStats(ctx, c, "c1")
 	if want := (crawlredis.Stats{Found: 3, Done: 4, Size: 1234}); err != nil || got != want {
 		t.Fatalf("list :d: got %+v, %v; want %+v", got, err, want)
+	}
+}
+
+func TestReadProgress(t *testing.T) {
+	ctx := context.Background()
+	c := startRedis(t)
+	k := crawlredis.Keys("c1")
+	got, err := crawlredis.ReadProgress(ctx, c, "c1")
+	if err != nil || got.Stats != (crawlredis.Stats{}) || got.Failed != 0 || len(got.Statuses) != 0 || len(got.Sizes) != 0 {
+		t.Fatalf("before the crawler wrote anything: %+v, %v", got, err)
+	}
+	c.SAdd(ctx, k.Seen(), "a", "b", "c", "d")
+	c.Set(ctx, k.Done(), "3", 0)
+	c.LPush(ctx, k.Failed(), `{"url":"d","failed":"1"}`)
+	c.HSet(ctx, k.Size(), "crawl-c1-0", "1000", "crawl-c1-1", "234")
+	c.HSet(ctx, k.Status(), "crawl-c1-0", "running", "crawl-c1-1", "done")
+	got, err = crawlredis.ReadProgress(ctx, c, "c1")
+	want := crawlredis.Progress{
+		Stats:    crawlredis.Stats{Found: 4, Done: 3, Size: 1234},
+		Failed:   1,
+		Statuses: map[string]string{"crawl-c1-0": "running", "crawl-c1-1": "done"},
+		Sizes:    map[string]int64{"crawl-c1-0": 1000, "crawl-c1-1": 234},
+	}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v, %v; want %+v", got, err, want)
+	}
+}
+
+func TestMetricsHook(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	hook, err := crawlredis.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startRedis(t, hook)
+	if _, err := crawlredis.ReadStats(ctx, c, "c1"); err != nil { // one pipeline, :d missing
+		t.Fatal(err)
+	}
+	c.Set(ctx, "k", "v", 0)
+	if err := c.HGet(ctx, "k", "f").Err(); !crawlredis.IsWrongType(err) { // an expected answer
+		t.Fatalf("HGET of a string: %v", err)
+	}
+	if err := c.Do(ctx, "nosuchcommand").Err(); err == nil {
+		t.Fatal("an unknown command succeeded")
+	}
+	counts := map[string]uint64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName() + "/" + m.GetLabel()[0].GetValue()
+			if h := m.GetHistogram(); h != nil {
+				counts[name] = h.GetSampleCount()
+			} else {
+				counts[name] = uint64(m.GetCounter().GetValue())
+			}
+		}
+	}
+	// Each of the client's two pools (single commands, pipelines) dialed
+	// and said HELLO once.
+	want := map[string]uint64{
+		"trawler_redis_command_duration_seconds/dial":          2,
+		"trawler_redis_command_duration_seconds/hello":         2,
+		"trawler_redis_command_duration_seconds/pipeline":      1,
+		"trawler_redis_command_duration_seconds/set":           1,
+		"trawler_redis_command_duration_seconds/hget":          1,
+		"trawler_redis_command_duration_seconds/nosuchcommand": 1,
+		"trawler_redis_command_errors_total/nosuchcommand":     1,
+	}
+	for k, v := range want {
+		if counts[k] != v {
+			t.Errorf("%s = %d, want %d (all: %v)", k, counts[k], v, counts)
+		}
+	}
+	if n := len(counts); n != len(want) {
+		t.Errorf("%d series, want %d: %v", n, len(want), counts)
 	}
 }
