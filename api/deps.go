@@ -92,6 +92,7 @@ type Store interface {
 	CrawlStore
 	CollectionStore
 	ProfileStore
+	CrawlFeedStore
 }
 
 // ProfileStore reads and writes browser profiles.
@@ -118,6 +119,15 @@ type CollectionStore interface {
 	DeleteCollection(ctx context.Context, oid, id uuid.UUID) error
 	AddToCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) error
 	RemoveFromCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) error
+}
+
+// CrawlFeedStore is what crawl event streams read.
+type CrawlFeedStore interface {
+	// GetCrawlProgress reads the fields of a crawl that change as it runs.
+	GetCrawlProgress(ctx context.Context, id string) (*store.Crawl, error)
+	// WatchCrawl signals changes of a crawl, or fails with
+	// store.ErrNoChangeStreams where the server cannot (then we poll).
+	WatchCrawl(ctx context.Context, id string) (<-chan struct{}, error)
 }
 
 // CrawlLauncher starts and controls crawls on Kubernetes by creating and

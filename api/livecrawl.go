@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/trawlerhq/trawler/crawlredis"
 	"github.com/trawlerhq/trawler/k8s"
@@ -28,21 +29,40 @@ const queueScanBatch = 50
 type liveCrawls struct {
 	namespace, clusterDomain string
 	dial                     func(ctx context.Context, network, addr string) (net.Conn, error)
+	// hook, when set, is added to every client (metrics).
+	hook redis.Hook
 }
 
-func newLiveCrawls(ns, domain string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *liveCrawls {
-	return &liveCrawls{namespace: ns, clusterDomain: domain, dial: dial}
+func newLiveCrawls(ns, domain string, dial func(ctx context.Context, network, addr string) (net.Conn, error), hook redis.Hook) *liveCrawls {
+	return &liveCrawls{namespace: ns, clusterDomain: domain, dial: dial, hook: hook}
+}
+
+// client returns a client of the crawl's Redis with short timeouts and no
+// retries; the caller closes it.
+func (l *liveCrawls) client(crawlID string) (*redis.Client, error) {
+	opts, err := redis.ParseURL(k8s.RedisURL(crawlID, l.namespace, l.clusterDomain))
+	if err != nil {
+		return nil, fmt.Errorf("parsing redis url: %w", err)
+	}
+	opts.Dialer, opts.MaxRetries, opts.PoolSize = l.dial, -1, 1
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = redisTimeout, redisTimeout, redisTimeout
+	// A crawl's Redis is a plain redis-server: no client name to set, no
+	// maintenance notifications to ask for (a wasted round trip each).
+	opts.DisableIdentity = true
+	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	r := redis.NewClient(opts)
+	if l.hook != nil {
+		r.AddHook(l.hook)
+	}
+	return r, nil
 }
 
 // with runs fn on a short-lived client of the crawl's Redis.
 func (l *liveCrawls) with(ctx context.Context, crawlID string, fn func(ctx context.Context, r *redis.Client) error) error {
-	opts, err := redis.ParseURL(k8s.RedisURL(crawlID, l.namespace, l.clusterDomain))
+	r, err := l.client(crawlID)
 	if err != nil {
-		return fmt.Errorf("parsing redis url: %w", err)
+		return err
 	}
-	opts.Dialer, opts.MaxRetries, opts.PoolSize = l.dial, -1, 1
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = redisTimeout, redisTimeout, redisTimeout
-	r := redis.NewClient(opts)
 	defer r.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*redisTimeout)
 	defer cancel()

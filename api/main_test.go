@@ -17,7 +17,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
+	"github.com/trawlerhq/trawler/crawlredis"
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
@@ -115,6 +118,9 @@ type env struct {
 	pod      *fakeBrowserPod
 	org      uuid.UUID // the default org
 	tokens   map[string]string
+	metrics  *prometheus.Registry // the API's metrics
+	// redisHook records the API's crawl Redis calls on metrics.
+	redisHook redis.Hook
 }
 
 // Role names used by the tests' tokens.
@@ -142,8 +148,10 @@ func testConfig() Config {
 		SuperuserEmail: "admin@example.com", SuperuserPassword: "PASSW0RD!",
 		DefaultOrgName:             "My Organization",
 		DefaultBehaviorTimeSeconds: 300, DefaultPageLoadTimeSeconds: 120,
-		ScheduleRescan: 30 * time.Second,
-		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		ScheduleRescan:     30 * time.Second,
+		EventsPollInterval: 500 * time.Millisecond,
+		EventsKeepAlive:    15 * time.Second,
+		Logger:             slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 }
 
@@ -153,10 +161,23 @@ func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
 // by adjust first.
 func newEnvWith(t testing.TB, adjust func(*Config, *Deps)) *env {
 	t.Helper()
-	e := &env{t: t, store: mongotest.Open(t), launcher: &fakeLauncher{}, browsers: newFakeBrowsers(),
-		pod: newFakeBrowserPod(t), tokens: map[string]string{}}
+	return newEnvOn(t, mongotest.Open(t), adjust)
+}
+
+// newEnvOn is newEnvWith on the store db (opened, say, with the store's
+// metrics); the API registers its metrics on e.metrics.
+func newEnvOn(t testing.TB, db *mongotest.DB, adjust func(*Config, *Deps)) *env {
+	t.Helper()
+	e := &env{t: t, store: db, launcher: &fakeLauncher{}, browsers: newFakeBrowsers(),
+		pod: newFakeBrowserPod(t), tokens: map[string]string{}, metrics: prometheus.NewRegistry()}
+	hook, err := crawlredis.NewMetrics(e.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.redisHook = hook
 	cfg := testConfig()
 	deps := e.deps()
+	deps.Metrics = e.metrics // the servers the tests build from e.deps() have registries of their own
 	if adjust != nil {
 		adjust(&cfg, &deps)
 	}
@@ -183,10 +204,11 @@ func newEnvWith(t testing.TB, adjust func(*Config, *Deps)) *env {
 	return e
 }
 
-// deps are the fakes and real parts the env's server runs on.
+// deps are the fakes and real parts the env's server runs on (its
+// metrics registry aside).
 func (e *env) deps() Deps {
 	return Deps{Store: e.store.Mongo, Launcher: e.launcher, Browsers: e.browsers,
-		RedisDialer: dialRedis(e.t), BrowserDialer: e.pod.dial}
+		RedisDialer: dialRedis(e.t), BrowserDialer: e.pod.dial, RedisHook: e.redisHook}
 }
 
 // addUser creates user name with role in org oid and logs them in.
@@ -240,7 +262,24 @@ func (e *env) do(as, method, path string, body any) resp {
 
 // request is do without the test helper calls, for fuzz targets.
 func (e *env) request(as, method, path string, body any) (resp, error) {
-	rec, err := e.record(as, method, path, body)
+	return e.requestCtx(context.Background(), as, method, path, body)
+}
+
+// doWithin is do for a route that streams: the client leaves after d, and
+// the response is what the server sent until then.
+func (e *env) doWithin(d time.Duration, as, method, path string) resp {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	r, err := e.requestCtx(ctx, as, method, path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+func (e *env) requestCtx(ctx context.Context, as, method, path string, body any) (resp, error) {
+	rec, err := e.record(ctx, as, method, path, body)
 	if err != nil {
 		return resp{}, err
 	}
@@ -250,7 +289,7 @@ func (e *env) request(as, method, path string, body any) (resp, error) {
 // doRaw is do with the whole response, headers included.
 func (e *env) doRaw(as, method, path string, body any) *httptest.ResponseRecorder {
 	e.t.Helper()
-	rec, err := e.record(as, method, path, body)
+	rec, err := e.record(context.Background(), as, method, path, body)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -263,7 +302,7 @@ type typedBody struct {
 	data        []byte
 }
 
-func (e *env) record(as, method, path string, body any) (*httptest.ResponseRecorder, error) {
+func (e *env) record(ctx context.Context, as, method, path string, body any) (*httptest.ResponseRecorder, error) {
 	var rd io.Reader
 	contentType := "application/json"
 	switch b := body.(type) {
@@ -281,7 +320,7 @@ func (e *env) record(as, method, path string, body any) (*httptest.ResponseRecor
 		}
 		rd = bytes.NewReader(raw)
 	}
-	req := httptest.NewRequest(method, path, rd)
+	req := httptest.NewRequestWithContext(ctx, method, path, rd)
 	req.Header.Set("Content-Type", contentType)
 	if tok, ok := e.tokens[as]; ok {
 		req.Header.Set("Authorization", "Bearer "+tok)

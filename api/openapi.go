@@ -97,7 +97,9 @@ func (g *schemaGen) operation(r route) map[string]any {
 			"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(in))}}}
 	}
 	ok := map[string]any{"description": "OK"}
-	if r.out != nil {
+	if es, isStream := r.out.(eventStream); isStream {
+		ok["content"] = map[string]any{"text/event-stream": map[string]any{"schema": g.schema(reflect.TypeOf(es.data))}}
+	} else if r.out != nil {
 		ok["content"] = map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(r.out))}}
 	}
 	errResp := map[string]any{"description": "Error", "content": map[string]any{"application/json": map[string]any{

@@ -33,6 +33,13 @@ type route struct {
 	query        []string // query parameters
 }
 
+// streaming reports a route that answers with an event stream: it is
+// exempt from write timeouts and from the latency histogram.
+func (r route) streaming() bool {
+	_, ok := r.out.(eventStream)
+	return ok
+}
+
 // formIn marks a form-encoded request body in the OpenAPI document.
 type formIn struct{ fields []string }
 
@@ -130,6 +137,8 @@ func (s *Server) routes() []route {
 		{post, crawl + "/:crawl_id/exclusions", accessOrgCrawler, s.addExclusion, "Add an exclusion to a running crawl", "crawls", nil, exclusionAddedOut{}, []string{"regex"}},
 		{del, crawl + "/:crawl_id/exclusions", accessOrgCrawler, s.removeExclusion, "Remove an exclusion", "crawls", nil, successOut{}, []string{"regex"}},
 		{get, crawl + "/:crawl_id/logs", accessOrgViewer, s.crawlLogs, "A finished crawl's logs (JSON lines)", "crawls", nil, nil, []string{"logLevel", "context"}},
+		{get, crawl + "/:crawl_id/events", accessOrgViewer, s.crawlEvents, "A crawl's live progress (Server-Sent Events: state, crawl, end)", "crawls", nil,
+			eventStream{crawlEventOut{}}, []string{"auth_bearer"}},
 
 		{get, "/api/orgs/all/crawls", accessSuperuser, s.listAllOrgsCrawls, "Crawls of every org", "crawls", nil, pageOut[crawlOut]{},
 			append([]string{"runningOnly"}, crawlListQ...)},

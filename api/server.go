@@ -21,6 +21,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"k8s.io/utils/clock"
 )
 
@@ -70,6 +72,14 @@ type Config struct {
 	// all workflows, catching changes made through other replicas.
 	ScheduleRescan time.Duration
 
+	// EventsPollInterval is how often a watched crawl is read for its
+	// event streams: the document where the store has no change streams,
+	// and the live progress in its Redis while it runs.
+	EventsPollInterval time.Duration
+	// EventsKeepAlive is the longest an event stream stays silent; a
+	// comment is sent then, so proxies and clients keep it open.
+	EventsKeepAlive time.Duration
+
 	// Logger receives request logs and 5xx details (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -99,6 +109,12 @@ type Deps struct {
 	Mailer Mailer
 	// Webhooks, when set, is told of the crawls the API ends.
 	Webhooks Webhooks
+	// Metrics is where the API registers its Prometheus metrics (nil: a
+	// registry of its own, which nobody scrapes).
+	Metrics prometheus.Registerer
+	// RedisHook, when set, is added to every client of a crawl's Redis
+	// (crawlredis.NewMetrics).
+	RedisHook redis.Hook
 }
 
 // Server is the REST API. Build it with New and serve Handler.
@@ -124,15 +140,29 @@ type Server struct {
 
 	openAPIDoc openAPIDoc
 	scheduler  *Scheduler
+
+	metrics *httpMetrics
+	feeds   *crawlFeeds
+	// streamsDone is closed by EndStreams: event streams return.
+	streamsDone chan struct{}
+	endStreams  sync.Once
 }
 
-// New builds the API server and registers every route.
+// New builds the API server and registers every route. It panics if
+// deps.Metrics already holds the API's metrics (a wiring bug).
 func New(cfg Config, deps Deps) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if deps.Clock == nil {
 		deps.Clock = clock.RealClock{}
+	}
+	if deps.Metrics == nil {
+		deps.Metrics = prometheus.NewRegistry()
+	}
+	metrics, err := newHTTPMetrics(deps.Metrics)
+	if err != nil {
+		panic(fmt.Sprintf("api: %v", err))
 	}
 	s := &Server{
 		cfg:         cfg,
@@ -145,26 +175,54 @@ func New(cfg Config, deps Deps) *Server {
 		log:         cfg.Logger,
 		mail:        deps.Mailer,
 		webhooks:    deps.Webhooks,
-		redis:       newLiveCrawls(cfg.CrawlerNamespace, cfg.ClusterDomain, deps.RedisDialer),
+		redis:       newLiveCrawls(cfg.CrawlerNamespace, cfg.ClusterDomain, deps.RedisDialer, deps.RedisHook),
 		browsers:    deps.Browsers,
 		browserPods: newBrowserPods(cfg.CrawlerNamespace, cfg.ClusterDomain, deps.BrowserDialer),
+		metrics:     metrics,
+		streamsDone: make(chan struct{}),
 	}
 	if s.mail == nil {
 		s.mail = logMailer{log: cfg.Logger}
 	}
+	s.feeds = newCrawlFeeds(deps.Store, s.redis, cfg.EventsPollInterval, cfg.Logger, metrics)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	// Every route answers with or without a trailing slash, by rewriting
 	// the path before routing (no redirect: clients POST to both forms).
 	e.Pre(middleware.RemoveTrailingSlash())
-	e.Use(s.logRequests, s.recoverPanics)
+	routes := s.routes()
+	streaming := map[string]bool{}
+	for _, r := range routes {
+		streaming[r.path] = r.streaming()
+	}
+	e.Use(s.countRequests(streaming), s.logRequests, s.recoverPanics)
 	s.echo = e
 	s.scheduler = newScheduler(s, cfg.ScheduleRescan)
-	for _, r := range s.routes() {
-		e.Add(r.method, r.path, r.handler, s.accessMiddleware(r.access)...)
+	for _, r := range routes {
+		mw := s.accessMiddleware(r.access)
+		if r.streaming() {
+			mw = append([]echo.MiddlewareFunc{withoutWriteDeadline}, mw...)
+		}
+		e.Add(r.method, r.path, r.handler, mw...)
 	}
 	return s
+}
+
+// EndStreams ends every event stream (and refuses none: a client that
+// reconnects is served until the server closes). main calls it when
+// shutting down, as streams never go idle by themselves.
+func (s *Server) EndStreams() { s.endStreams.Do(func() { close(s.streamsDone) }) }
+
+// withoutWriteDeadline lifts the server's write timeout for a streaming
+// route, which writes for as long as its client stays.
+func withoutWriteDeadline(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		// Fails only where the connection has no deadlines (tests'
+		// recorders), where there is nothing to lift.
+		_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Time{})
+		return next(c)
+	}
 }
 
 // Handler is the http.Handler serving the API, /healthz and /readyz.
