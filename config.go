@@ -33,6 +33,10 @@ var settings = []setting{
 	{"api.default_page_load_time_seconds", 120, "reported by /api/settings"},
 	{"api.default_crawl_filename_template", "@ts-@hostsuffix.wacz", "WACZ name template of workflows that set none"},
 	{"api.schedule_rescan", 30 * time.Second, "how often the scheduler re-reads every workflow's schedule (catches changes made through other replicas)"},
+	{"api.events_poll_interval", 500 * time.Millisecond, "how often a crawl followed by event streams is read (its document where MongoDB has no change streams, its live progress while it runs); one read per crawl, however many streams"},
+	{"api.events_keepalive", 15 * time.Second, "longest silence of an event stream before a keep-alive comment (keep it at most 15s: proxies drop idle streams)"},
+
+	{"metrics.listen", "", "address of a listener serving only /metrics (Prometheus); empty = /metrics is served on api.listen"},
 
 	{"operator.enabled", true, "run the operator and the crawl scheduler (leader only)"},
 	{"operator.workers", 16, "CrawlJobs reconciled in parallel"},

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/viper"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -20,6 +23,7 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/trawlerhq/trawler/api"
+	"github.com/trawlerhq/trawler/crawlredis"
 	"github.com/trawlerhq/trawler/email"
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
@@ -59,7 +63,12 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 		}
 	}
 	routeLibraryLogs(logger)
-	st, err := store.Open(ctx, v.GetString("mongo.uri"), v.GetString("mongo.database"))
+	ready := &readiness{}
+	reg, err := newMetricsRegistry(ready)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, v.GetString("mongo.uri"), v.GetString("mongo.database"), store.WithMetrics(reg))
 	if err != nil {
 		return fmt.Errorf("opening store: %w", err)
 	}
@@ -86,8 +95,12 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 		}
 	}
 
-	ready := &readiness{store: st, kube: kube}
+	ready.store, ready.kube = st, kube
 	apiCfg, err := apiConfig(v, logger)
+	if err != nil {
+		return err
+	}
+	redisHook, err := crawlredis.NewMetrics(reg)
 	if err != nil {
 		return err
 	}
@@ -115,6 +128,8 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 		Ready:         ready.check,
 		Mailer:        email.New(emailConfig(v), logger.With("component", "email")),
 		Webhooks:      notifier,
+		Metrics:       reg,
+		RedisHook:     redisHook,
 	}
 	if objects != nil {
 		apiDeps.Storage = objects
@@ -149,7 +164,7 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	// One slot per sender (HTTP and the operator), so neither blocks on a
 	// fatal error the other already reported.
 	fatal := make(chan error, 2)
-	srv, err := startHTTP(v, apiSrv, deps.listening, fatal, logger)
+	srv, err := startHTTP(v, apiSrv, reg, deps.listening, fatal, logger)
 	if err != nil {
 		return err
 	}
@@ -170,15 +185,18 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	cancel()
 	shutdownCtx, stop := context.WithTimeout(context.Background(), 15*time.Second)
 	defer stop()
-	if e := srv.Shutdown(shutdownCtx); e != nil && !errors.Is(e, http.ErrServerClosed) && err == nil {
-		err = fmt.Errorf("shutting down http: %w", e)
+	for _, s := range srv {
+		if e := s.Shutdown(shutdownCtx); e != nil && !errors.Is(e, http.ErrServerClosed) && err == nil {
+			err = fmt.Errorf("shutting down http: %w", e)
+		}
 	}
 	return err
 }
 
-// startHTTP serves the API, /healthz and /readyz, and the dashboard.
-func startHTTP(v *viper.Viper, apiSrv *api.Server, listening chan<- string, errc chan<- error,
-	logger *slog.Logger) (*http.Server, error) {
+// startHTTP serves the API, /healthz and /readyz, the dashboard and
+// /metrics (on a listener of its own when metrics.listen is set).
+func startHTTP(v *viper.Viper, apiSrv *api.Server, reg *prometheus.Registry, listening chan<- string, errc chan<- error,
+	logger *slog.Logger) ([]*http.Server, error) {
 	mux := http.NewServeMux()
 	apiHandler := apiSrv.Handler()
 	mux.Handle("/healthz", apiHandler)
@@ -186,23 +204,71 @@ func startHTTP(v *viper.Viper, apiSrv *api.Server, listening chan<- string, errc
 	if v.GetBool("api.enabled") {
 		mux.Handle("/api/", apiHandler)
 		mux.Handle("/api", apiHandler)
-		mux.Handle("/", web.Handler())
+		mux.Handle("/", apiSrv.Instrument("/", web.Handler()))
 	}
-	ln, err := net.Listen("tcp", v.GetString("api.listen"))
-	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", v.GetString("api.listen"), err)
+	metrics := apiSrv.Instrument("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	metricsMux := mux
+	if v.GetString("metrics.listen") != "" {
+		metricsMux = http.NewServeMux()
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	logger.Info("serving", "addr", ln.Addr().String(), "version", version, "api", v.GetBool("api.enabled"))
-	go func() {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			errc <- fmt.Errorf("serving http: %w", err)
+	metricsMux.Handle("/metrics", metrics)
+
+	var servers []*http.Server
+	serveOn := func(addr string, h http.Handler, what string) (string, error) {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return "", fmt.Errorf("listening on %s: %w", addr, err)
 		}
-	}()
-	if listening != nil {
-		listening <- ln.Addr().String()
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		// Event streams never go idle: end them, or Shutdown waits for
+		// its whole timeout.
+		srv.RegisterOnShutdown(apiSrv.EndStreams)
+		servers = append(servers, srv)
+		logger.Info("serving "+what, "addr", ln.Addr().String(), "version", version, "api", v.GetBool("api.enabled"))
+		go func() {
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("serving %s: %w", what, err)
+			}
+		}()
+		return ln.Addr().String(), nil
 	}
-	return srv, nil
+	addr, err := serveOn(v.GetString("api.listen"), mux, "http")
+	if err != nil {
+		return nil, err
+	}
+	if metricsMux != mux {
+		if _, err := serveOn(v.GetString("metrics.listen"), metricsMux, "metrics"); err != nil {
+			_ = servers[0].Close()
+			return nil, err
+		}
+	}
+	if listening != nil {
+		listening <- addr
+	}
+	return servers, nil
+}
+
+// newMetricsRegistry is the registry /metrics serves: the Go runtime and
+// process collectors, and whether this replica leads (the other parts
+// register their own metrics on it).
+func newMetricsRegistry(ready *readiness) (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
+	leader := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "trawler_leader",
+		Help: "1 while this replica holds the leader Lease and runs the operator and the crawl scheduler, else 0.",
+	}, func() float64 {
+		if ready.leading.Load() {
+			return 1
+		}
+		return 0
+	})
+	for _, c := range []prometheus.Collector{collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), leader} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering metrics: %w", err)
+		}
+	}
+	return reg, nil
 }
 
 // prepareDatabase creates the indexes, the superuser and the default org,

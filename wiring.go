@@ -50,6 +50,8 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 		DefaultPageLoadTimeSeconds: v.GetInt("api.default_page_load_time_seconds"),
 		ScheduleRescan:             v.GetDuration("api.schedule_rescan"),
 		PresignDuration:            time.Duration(v.GetInt("storage.presign_duration_minutes")) * time.Minute,
+		EventsPollInterval:         v.GetDuration("api.events_poll_interval"),
+		EventsKeepAlive:            v.GetDuration("api.events_keepalive"),
 		Logger:                     logger,
 	}, nil
 }
