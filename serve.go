@@ -204,7 +204,7 @@ func startHTTP(v *viper.Viper, apiSrv *api.Server, reg *prometheus.Registry, lis
 	if v.GetBool("api.enabled") {
 		mux.Handle("/api/", apiHandler)
 		mux.Handle("/api", apiHandler)
-		mux.Handle("/", apiSrv.Instrument("/", web.Handler()))
+		mux.Handle("/", apiSrv.Instrument("/", web.Handler(web.Config{MaxScale: v.GetInt("max_crawl_scale")})))
 	}
 	metrics := apiSrv.Instrument("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	metricsMux := mux

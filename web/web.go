@@ -1,10 +1,14 @@
-// Package web serves trawler's small embedded dashboard: log in, start a
-// crawl of a URL, and watch, stop, cancel or rescale crawls. It talks only
-// to the public REST API, like any other client.
+// Package web serves trawler's embedded dashboard: log in, see an org's
+// workflows and crawls, create and run a workflow, and follow a crawl
+// live (its event stream) with stop, cancel and scale controls, its
+// errors, logs and files. It is plain HTML, CSS and JavaScript modules,
+// served as they are (no build step), and talks only to the public REST
+// API, like any other client.
 package web
 
 import (
 	"embed"
+	"encoding/json"
 	"io/fs"
 	"net/http"
 )
@@ -12,11 +16,39 @@ import (
 //go:embed static
 var static embed.FS
 
-// Handler serves the dashboard's files.
-func Handler() http.Handler {
+// Config is what the dashboard needs to know of the server that the API
+// does not tell (its /api/settings object is fixed by upstream).
+type Config struct {
+	// MaxScale is the largest crawler scale (max_crawl_scale).
+	MaxScale int `json:"maxScale"`
+}
+
+// Handler serves the dashboard's files, and cfg as /config.json.
+func Handler(cfg Config) http.Handler {
 	files, err := fs.Sub(static, "static")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
-	return http.FileServerFS(files)
+	cfgJSON, err := json.Marshal(cfg)
+	if err != nil {
+		panic(err) // plain data
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", noCache(http.FileServerFS(files)))
+	mux.HandleFunc("/config.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-cache")
+		_, _ = w.Write(cfgJSON)
+	})
+	return mux
+}
+
+// noCache makes browsers revalidate the files: embedded files carry no
+// modification time, so without it an upgraded server could be paired
+// with an old cached script.
+func noCache(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		h.ServeHTTP(w, r)
+	})
 }

@@ -1,135 +1,114 @@
-"use strict";
-// The dashboard keeps its token in sessionStorage and polls the crawl list
-// every two seconds while the page is open.
-const $ = (id) => document.getElementById(id);
-let token = sessionStorage.getItem("token");
-let orgId = null;
+// The dashboard: a hash-routed page per view (#/login, #/, #/crawls/<id>).
+// Each view renders into <main> and returns a function that stops what it
+// started (timers, event streams) when the view is left.
 
-async function api(path, opts = {}) {
-  const headers = Object.assign({}, opts.headers, token ? { Authorization: "Bearer " + token } : {});
-  const resp = await fetch("/api" + path, Object.assign({}, opts, { headers }));
-  if (resp.status === 401) { logout(); throw new Error("Session expired"); }
-  const body = await resp.json().catch(() => ({}));
-  if (!resp.ok) {
-    const d = body.detail;
-    throw new Error(typeof d === "string" ? d : JSON.stringify(d));
-  }
-  return body;
+import { api, login, serverConfig, session } from "./api.js";
+import { h, announce, errorText } from "./ui.js";
+import { homeView } from "./home.js";
+import { crawlView } from "./crawl.js";
+
+const main = document.getElementById("main");
+const ctx = { orgId: null, orgs: [], role: 0, maxScale: 1, me: null };
+let leave = () => {};
+
+session.onExpired = () => {
+  announce("Your session expired. Please log in again.");
+  location.hash = "#/login";
+};
+
+function loginView() {
+  const error = h("p", { class: "error", role: "alert", id: "login-error" });
+  const form = h("form", { id: "login", class: "card narrow", "aria-labelledby": "login-title" },
+    h("h1", { id: "login-title" }, "Log in"),
+    h("label", {}, "E-mail", h("input", { name: "username", type: "email", autocomplete: "username", required: true })),
+    h("label", {}, "Password", h("input", { name: "password", type: "password", autocomplete: "current-password", required: true })),
+    h("button", { type: "submit" }, "Log in"),
+    error);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    error.textContent = "";
+    const f = new FormData(form);
+    try {
+      await login(f.get("username"), f.get("password"));
+      await loadAccount();
+      location.hash = "#/";
+    } catch (e) {
+      error.textContent = errorText(e);
+    }
+  });
+  main.replaceChildren(form);
+  form.querySelector("input").focus();
+  return () => {};
 }
 
-function show(loggedIn) {
-  $("login-view").hidden = loggedIn;
-  $("main-view").hidden = !loggedIn;
-  $("logout").hidden = !loggedIn;
+// loadAccount reads who is logged in and their orgs.
+async function loadAccount() {
+  const me = await api("/users/me-with-orgs");
+  ctx.me = me;
+  let orgs = me.orgs.map((o) => ({ id: o.id, name: o.name, role: o.role, default: o.default }));
+  if (me.is_superuser) {
+    const all = await api("/orgs?pageSize=1000");
+    orgs = all.items.map((o) => ({ id: o.id, name: o.name, role: 100, default: o.default }));
+  }
+  ctx.orgs = orgs;
+  const saved = sessionStorage.getItem("trawler.org");
+  const org = orgs.find((o) => o.id === saved) || orgs.find((o) => o.default) || orgs[0];
+  setOrg(org);
+  document.getElementById("who").textContent = me.email;
+  const sel = document.getElementById("org");
+  sel.replaceChildren(...orgs.map((o) => new Option(o.name, o.id, false, org && o.id === org.id)));
+  document.getElementById("org-picker").hidden = orgs.length < 2;
+  document.getElementById("account").hidden = false;
+}
+
+function setOrg(org) {
+  ctx.orgId = org ? org.id : null;
+  ctx.role = org ? org.role : 0;
+  if (org) sessionStorage.setItem("trawler.org", org.id);
 }
 
 function logout() {
-  token = null;
-  sessionStorage.removeItem("token");
-  $("who").textContent = "";
-  show(false);
+  session.token = null;
+  ctx.me = null;
+  document.getElementById("account").hidden = true;
+  location.hash = "#/login";
 }
 
-$("login").addEventListener("submit", async (ev) => {
-  ev.preventDefault();
-  $("login-error").textContent = "";
-  const resp = await fetch("/api/auth/jwt/login", { method: "POST", body: new URLSearchParams(new FormData(ev.target)) });
-  const body = await resp.json().catch(() => ({}));
-  if (!resp.ok) { $("login-error").textContent = body.detail || resp.statusText; return; }
-  token = body.access_token;
-  sessionStorage.setItem("token", token);
-  await start();
-});
-
-$("logout").addEventListener("click", logout);
-$("org").addEventListener("change", (ev) => { orgId = ev.target.value; refresh(); });
-
-$("start").addEventListener("submit", async (ev) => {
-  ev.preventDefault();
-  $("start-error").textContent = "";
-  const f = new FormData(ev.target);
-  const body = {
-    name: f.get("url"),
-    runNow: true,
-    scale: Number(f.get("scale")),
-    config: { seeds: [{ url: f.get("url") }], scopeType: f.get("scopeType"), limit: Number(f.get("limit")) },
-  };
-  try {
-    await api(`/orgs/${orgId}/crawlconfigs/`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
-    refresh();
-  } catch (e) { $("start-error").textContent = e.message; }
-});
-
-function humanSize(n) {
-  if (!n) return "0 B";
-  const units = ["B", "kB", "MB", "GB", "TB"];
-  const i = Math.min(units.length - 1, Math.floor(Math.log10(n) / 3));
-  return (n / 1000 ** i).toFixed(i ? 1 : 0) + " " + units[i];
-}
-
-const finished = new Set(["complete", "partial_complete", "canceled", "failed"]);
-
-function action(label, crawl, path, body) {
-  const b = document.createElement("button");
-  b.textContent = label;
-  b.addEventListener("click", async () => {
-    try {
-      await api(`/orgs/${orgId}/crawls/${crawl.id}/${path}`, {
-        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}),
-      });
-      refresh();
-    } catch (e) { alert(e.message); }
-  });
-  return b;
-}
-
-async function refresh() {
-  if (!token || !orgId) return;
-  const list = await api(`/orgs/${orgId}/crawls?sortBy=started&pageSize=50`);
-  const rows = list.items.map((c) => {
-    const tr = document.createElement("tr");
-    const stats = c.stats || { done: 0, found: 0, size: 0 };
-    for (const [text, cls] of [[c.id], [c.name || ""], [c.state, "state"], [`${stats.done} / ${stats.found}`],
-      [humanSize(stats.size)], [String(c.fileCount || 0)], [c.started || ""]]) {
-      const td = document.createElement("td");
-      td.textContent = text;
-      if (cls) td.className = cls;
-      tr.append(td);
-    }
-    const td = document.createElement("td");
-    if (!finished.has(c.state)) {
-      td.append(action("Stop", c, "stop"), action("Cancel", c, "cancel"));
-      const scale = document.createElement("select");
-      for (let i = 1; i <= 3; i++) scale.add(new Option("scale " + i, i, false, i === c.scale));
-      scale.addEventListener("change", () => api(`/orgs/${orgId}/crawls/${c.id}/scale`, {
-        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ scale: Number(scale.value) }),
-      }).then(refresh, (e) => alert(e.message)));
-      td.append(scale);
-    }
-    tr.append(td);
-    return tr;
-  });
-  $("crawls").replaceChildren(...rows);
-}
-
-async function start() {
-  try {
-    const me = await api("/users/me-with-orgs");
-    $("who").textContent = me.email;
-    const sel = $("org");
-    sel.replaceChildren(...me.orgs.map((o) => new Option(o.name, o.id)));
-    orgId = me.orgs.length ? me.orgs[0].id : null;
-    if (!orgId) {
-      const orgs = await api("/orgs");
-      sel.replaceChildren(...orgs.items.map((o) => new Option(o.name, o.id)));
-      orgId = orgs.items.length ? orgs.items[0].id : null;
-    }
-    show(true);
-    refresh();
-  } catch (e) {
-    logout();
+async function route() {
+  leave();
+  leave = () => {};
+  delete main.dataset.loaded;
+  const hash = location.hash || "#/";
+  if (!session.token) {
+    if (hash !== "#/login") { location.hash = "#/login"; return; }
+    leave = loginView();
+    return;
   }
+  if (!ctx.me) {
+    try {
+      await loadAccount();
+    } catch (e) {
+      if (session.token) main.replaceChildren(h("p", { class: "error", role: "alert" }, errorText(e)));
+      return;
+    }
+  }
+  const crawl = hash.match(/^#\/crawls\/([^/]+)$/);
+  if (hash === "#/login") {
+    location.hash = "#/";
+  } else if (crawl) {
+    leave = crawlView(main, ctx, decodeURIComponent(crawl[1]));
+  } else {
+    leave = homeView(main, ctx);
+  }
+  main.focus({ preventScroll: true });
 }
 
-setInterval(() => refresh().catch(() => {}), 2000);
-if (token) start(); else show(false);
+document.getElementById("logout").addEventListener("click", logout);
+document.getElementById("org").addEventListener("change", (ev) => {
+  setOrg(ctx.orgs.find((o) => o.id === ev.target.value));
+  if (location.hash === "#/" || location.hash === "") route();
+  else location.hash = "#/";
+});
+window.addEventListener("hashchange", route);
+
+serverConfig().then((cfg) => { ctx.maxScale = cfg.maxScale || 1; }).finally(route);
