@@ -2,7 +2,7 @@
 # Builds the sandbox's test binaries from Go modules (kube-apiserver,
 # kube-scheduler, kube-controller-manager, etcd, mongotestd, helm, mailpit,
 # versitygw) into a per-user cache shared by every clone, and installs
-# redis-server and gcc if missing.
+# redis-server, gcc and chromium if missing.
 # Idempotent: only what is absent is built. Prints the binary folder last.
 #
 # The cold build takes ~12-15 min on 2 cores (kube alone ~9 min); later runs take seconds.
@@ -94,11 +94,13 @@ if missing kube-apiserver kube-scheduler kube-controller-manager; then
 		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager
 fi
 
-# Debian packages the tests need: redis-server, and a C compiler for the
-# race detector (`go test -race` needs cgo).
+# Debian packages the tests need: redis-server, a C compiler for the
+# race detector (`go test -race` needs cgo), and Chromium with a font for
+# the dashboard's browser tests (e2e/).
 missing_pkgs=()
 command -v redis-server >/dev/null 2>&1 || missing_pkgs+=(redis-server)
 command -v gcc >/dev/null 2>&1 || missing_pkgs+=(gcc libc6-dev)
+[ -x /usr/bin/chromium ] || missing_pkgs+=(chromium fonts-liberation)
 if [ ${#missing_pkgs[@]} -gt 0 ]; then
 	log "installing ${missing_pkgs[*]} from Debian packages"
 	sudo=""

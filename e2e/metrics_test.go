@@ -1,0 +1,212 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// client is the REST API as a script uses it.
+type client struct {
+	t     *testing.T
+	token string
+}
+
+func login(t *testing.T) *client {
+	t.Helper()
+	resp, err := http.PostForm(stack.url+"/api/auth/jwt/login", url.Values{"username": {stack.user}, "password": {stack.password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
+		t.Fatalf("login: %d %v", resp.StatusCode, err)
+	}
+	return &client{t: t, token: tok.AccessToken}
+}
+
+// call sends a JSON request and decodes the JSON answer into out.
+func (c *client) call(method, path string, body, out any) {
+	c.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, stack.url+path, rd)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			c.t.Fatalf("%s %s: %v", method, path, err)
+		}
+	}
+}
+
+// defaultOrg is the id of the first org.
+func (c *client) defaultOrg() string {
+	var orgs struct {
+		Items []struct {
+			ID string `json:"id"`
+		} `json:"items"`
+	}
+	c.call("GET", "/api/orgs", nil, &orgs)
+	return orgs.Items[0].ID
+}
+
+// TestMetricsAfterACrawl scrapes /metrics after a crawl that someone
+// followed: the API, store, Redis, operator and process series are there
+// with values that fit what happened.
+func TestMetricsAfterACrawl(t *testing.T) {
+	needStack(t)
+	c := login(t)
+	oid := c.defaultOrg()
+	var added struct {
+		RunNowJob string `json:"run_now_job"`
+	}
+	c.call("POST", "/api/orgs/"+oid+"/crawlconfigs/", map[string]any{
+		"name": "metered", "runNow": true, "scale": 2,
+		"config": map[string]any{"seeds": []any{map[string]any{"url": "https://example.com/?sim-pages=60&sim-page-ms=100"}}},
+	}, &added)
+	id := added.RunNowJob
+
+	// Follow it to its end through its event stream, as the dashboard does.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET",
+		stack.url+"/api/orgs/"+oid+"/crawls/"+id+"/events?auth_bearer="+url.QueryEscape(c.token), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			last = data
+		}
+	}
+	resp.Body.Close()
+	if !strings.Contains(last, `"reason":"finished"`) {
+		t.Fatalf("the stream ended with %s (%v)", last, sc.Err())
+	}
+
+	m := scrape(t)
+	check := func(name string, labels map[string]string, ok func(float64) bool, want string) {
+		t.Helper()
+		v, found := m.value(name, labels)
+		if !found || !ok(v) {
+			t.Errorf("%s%v = %v (found %v), want %s", name, labels, v, found, want)
+		}
+	}
+	positive := func(v float64) bool { return v > 0 }
+	crawlRoute := "/api/orgs/:oid/crawls/:crawl_id/events"
+	check("trawler_http_requests_total", map[string]string{"method": "POST", "route": "/api/orgs/:oid/crawlconfigs", "code": "200"}, positive, "> 0")
+	check("trawler_http_requests_total", map[string]string{"route": crawlRoute, "code": "200"}, positive, "> 0")
+	check("trawler_http_request_duration_seconds_count", map[string]string{"route": "/api/auth/jwt/login"}, positive, "> 0")
+	if _, found := m.value("trawler_http_request_duration_seconds_count", map[string]string{"route": crawlRoute}); found {
+		t.Error("the event stream is in the latency histogram")
+	}
+	check("trawler_crawl_event_streams", nil, func(v float64) bool { return v == 0 }, "0 after the stream ended")
+	check("trawler_mongo_command_duration_seconds_count", map[string]string{"command": "find"}, positive, "> 0")
+	check("trawler_mongo_command_duration_seconds_count", map[string]string{"command": "update"}, positive, "> 0")
+	check("trawler_redis_command_duration_seconds_count", map[string]string{"command": "pipeline"}, positive, "> 0")
+	check("trawler_leader", nil, func(v float64) bool { return v == 1 }, "1 (trawler dev runs the operator)")
+	check("go_goroutines", nil, positive, "> 0")
+	check("process_resident_memory_bytes", nil, func(v float64) bool { return v > 1<<20 && v < 4<<30 }, "between 1 MiB and 4 GiB")
+	for _, family := range []string{"trawler_mongo_command", "trawler_redis_command"} {
+		calls, _ := m.value(family+"_duration_seconds_count", nil)
+		failed, _ := m.value(family+"_errors_total", nil)
+		if failed > calls {
+			t.Errorf("%s: %v failures of %v calls", family, failed, calls)
+		}
+	}
+}
+
+// metrics are the families of one scrape.
+type metrics map[string]*dto.MetricFamily
+
+// scrape reads /metrics in the text format.
+func scrape(t *testing.T) metrics {
+	t.Helper()
+	resp, err := http.Get(stack.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d", resp.StatusCode)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics: %v", err)
+	}
+	return mfs
+}
+
+// value sums the samples of name whose labels include labels; a
+// histogram's name_count and name_sum are read from the histogram.
+func (m metrics) value(name string, labels map[string]string) (float64, bool) {
+	family, suffix := name, ""
+	for _, s := range []string{"_count", "_sum"} {
+		if base, ok := strings.CutSuffix(name, s); ok && m[base] != nil && m[base].GetType() == dto.MetricType_HISTOGRAM {
+			family, suffix = base, s
+		}
+	}
+	mf := m[family]
+	if mf == nil {
+		return 0, false
+	}
+	var sum float64
+	found := false
+samples:
+	for _, s := range mf.GetMetric() {
+		have := map[string]string{}
+		for _, l := range s.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for k, v := range labels {
+			if have[k] != v {
+				continue samples
+			}
+		}
+		found = true
+		switch {
+		case suffix == "_count":
+			sum += float64(s.GetHistogram().GetSampleCount())
+		case suffix == "_sum":
+			sum += s.GetHistogram().GetSampleSum()
+		case s.GetCounter() != nil:
+			sum += s.GetCounter().GetValue()
+		case s.GetGauge() != nil:
+			sum += s.GetGauge().GetValue()
+		case s.GetUntyped() != nil:
+			sum += s.GetUntyped().GetValue()
+		}
+	}
+	return sum, found
+}
