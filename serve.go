@@ -108,12 +108,16 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	if err != nil {
 		return err
 	}
+	deliveries, err := webhook.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
 	// The webhooks' download URLs are the API's links, signed as
 	// replay.json signs them; the API is built right below.
 	var apiSrv *api.Server
 	downloadURLs := func(ctx context.Context, c *store.Crawl) ([]string, error) { return apiSrv.DownloadURLs(ctx, c) }
 	notifier, err := webhook.New(webhookConfig(v), webhook.Deps{Store: st, Resources: downloadURLs,
-		Log: logger.With("component", "webhooks")})
+		Observer: deliveries, Log: logger.With("component", "webhooks")})
 	if err != nil {
 		return err
 	}

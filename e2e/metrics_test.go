@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -84,6 +85,15 @@ func TestMetricsAfterACrawl(t *testing.T) {
 	needStack(t)
 	c := login(t)
 	oid := c.defaultOrg()
+	// A receiver of the org's crawlFinished webhook, so that a delivery
+	// is counted.
+	delivered := make(chan struct{}, 10)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		delivered <- struct{}{}
+	}))
+	defer receiver.Close()
+	c.call("POST", "/api/orgs/"+oid+"/event-webhook-urls", map[string]any{"crawlFinished": receiver.URL + "/finished"}, nil)
+	defer c.call("POST", "/api/orgs/"+oid+"/event-webhook-urls", map[string]any{}, nil)
 	var added struct {
 		RunNowJob string `json:"run_now_job"`
 	}
@@ -114,7 +124,19 @@ func TestMetricsAfterACrawl(t *testing.T) {
 		t.Fatalf("the stream ended with %s (%v)", last, sc.Err())
 	}
 
+	select {
+	case <-delivered:
+	case <-time.After(time.Minute):
+		t.Fatal("no crawlFinished webhook within a minute of the crawl's end")
+	}
 	m := scrape(t)
+	for range 100 { // the attempt is counted just after the receiver answered
+		if v, _ := m.value("trawler_webhook_deliveries_total", map[string]string{"event": "crawlFinished", "outcome": "success"}); v > 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // polling /metrics, not synchronising
+		m = scrape(t)
+	}
 	check := func(name string, labels map[string]string, ok func(float64) bool, want string) {
 		t.Helper()
 		v, found := m.value(name, labels)
@@ -134,6 +156,8 @@ func TestMetricsAfterACrawl(t *testing.T) {
 	check("trawler_mongo_command_duration_seconds_count", map[string]string{"command": "find"}, positive, "> 0")
 	check("trawler_mongo_command_duration_seconds_count", map[string]string{"command": "update"}, positive, "> 0")
 	check("trawler_redis_command_duration_seconds_count", map[string]string{"command": "pipeline"}, positive, "> 0")
+	check("trawler_webhook_deliveries_total", map[string]string{"event": "crawlFinished", "outcome": "success"}, positive, "> 0")
+	check("trawler_webhook_delivery_duration_seconds_count", map[string]string{"event": "crawlFinished"}, positive, "> 0")
 	check("trawler_leader", nil, func(v float64) bool { return v == 1 }, "1 (trawler dev runs the operator)")
 	check("go_goroutines", nil, positive, "> 0")
 	check("process_resident_memory_bytes", nil, func(v float64) bool { return v > 1<<20 && v < 4<<30 }, "between 1 MiB and 4 GiB")

@@ -65,8 +65,8 @@ func (r *receiver) got() ([]string, []time.Time) {
 }
 
 // setup is a store with an org whose crawlFinished URL is the receiver,
-// and a running Notifier.
-func setup(t *testing.T, cfg webhook.Config, r *receiver) (*store.Mongo, *store.Org, *webhook.Notifier) {
+// and a running Notifier with adjust applied to its Deps.
+func setup(t *testing.T, cfg webhook.Config, r *receiver, adjust ...func(*webhook.Deps)) (*store.Mongo, *store.Org, *webhook.Notifier) {
 	t.Helper()
 	ctx := context.Background()
 	st := mongotest.Open(t).Mongo
@@ -78,9 +78,13 @@ func setup(t *testing.T, cfg webhook.Config, r *receiver) (*store.Mongo, *store.
 	if err := st.SetOrgWebhooks(ctx, org.ID, urls, "https://app.example.com"); err != nil {
 		t.Fatal(err)
 	}
-	n, err := webhook.New(cfg, webhook.Deps{Store: st, Resources: func(_ context.Context, c *store.Crawl) ([]string, error) {
+	deps := webhook.Deps{Store: st, Resources: func(_ context.Context, c *store.Crawl) ([]string, error) {
 		return []string{"/data/" + c.ID + ".wacz", "https://s3.example.com/b/x.wacz?sig=1"}, nil
-	}})
+	}}
+	for _, a := range adjust {
+		a(&deps)
+	}
+	n, err := webhook.New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
