@@ -27,6 +27,7 @@ s3_local: false
 storages:
   - {name: default, access_key: a, secret_key: s, bucket_name: crawls, endpoint_url: "https://s3.example/"}
 ingress: {enabled: true, host: trawler.example, tls_secret: trawler-tls}
+metrics: {service_port: true, service_monitor: {enabled: true, labels: {release: prometheus}}}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -49,9 +50,25 @@ ingress: {enabled: true, host: trawler.example, tls_secret: trawler-tls}
 		"mongodb://root:", "@trawler-mongo.trawler.svc.cluster.local:27017/?authSource=admin",
 		`--diskUtilization 90 --logging stats,behaviors,debug --text false --generateWACZ`,
 		`--logErrorsToRedis --restartsOnError"`, `--sizeLimit 10000000000 --timeLimit 18000`,
+		`TRAWLER_METRICS_LISTEN: ":9090"`, "containerPort: 9090",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("rendered chart lacks %q", want)
+		}
+	}
+	// Off by default: the Service has the API port only, and no
+	// ServiceMonitor is asked of a cluster that may not know the kind.
+	if strings.Contains(text, "kind: ServiceMonitor") || strings.Contains(text, "port: 9090") {
+		t.Error("the default chart exposes the metrics port or a ServiceMonitor")
+	}
+	out, err = exec.Command(helm, "template", "t", chartDir, "--namespace", "trawler", "--values", production).Output()
+	if err != nil {
+		t.Fatalf("helm template with metrics: %v", err)
+	}
+	for _, want := range []string{"kind: ServiceMonitor", "- port: metrics", "release: prometheus",
+		"- name: metrics\n      port: 9090\n      targetPort: metrics"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("chart with metrics on lacks %q", want)
 		}
 	}
 	if strings.Contains(text, "crawl-instance-3") {

@@ -18,9 +18,9 @@ const TrawlerImage = "trawler"
 
 // TrawlerProgram runs trawler's image with bin as its /trawler binary
 // (ENTRYPOINT ["/trawler"], CMD ["serve"]), through ProcessProgram. One
-// change to what the pod asks: `serve` listens on the pod's address rather
-// than on every address, because pods here share the host's network and
-// two replicas would otherwise fight over the port.
+// change to what the pod asks: `serve` listens (API and metrics) on the
+// pod's address rather than on every address, because pods here share the
+// host's network and two replicas would otherwise fight over the ports.
 func TrawlerProgram(bin string) kubelet.Program {
 	return ProcessProgram(ProcessImage{
 		Entrypoint: []string{"/trawler"},
@@ -34,7 +34,13 @@ func TrawlerProgram(bin string) kubelet.Program {
 			if _, p, err := net.SplitHostPort(c.Env["TRAWLER_API_LISTEN"]); err == nil && p != "" {
 				port = p
 			}
-			return append(argv, "--api.listen="+net.JoinHostPort(c.PodIP, port))
+			argv = append(argv, "--api.listen="+net.JoinHostPort(c.PodIP, port))
+			// The chart serves /metrics on a port of its own, which pods
+			// on one host must each bind on their own address too.
+			if _, p, err := net.SplitHostPort(c.Env["TRAWLER_METRICS_LISTEN"]); err == nil && p != "" {
+				argv = append(argv, "--metrics.listen="+net.JoinHostPort(c.PodIP, p))
+			}
+			return argv
 		},
 	})
 }
