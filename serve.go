@@ -146,13 +146,17 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 		if opCfg, err = operatorConfig(v); err != nil {
 			return err
 		}
-		opCfg.RedisDialer = deps.clusterDialer
+		opCfg.RedisDialer, opCfg.RedisHook = deps.clusterDialer, redisHook
 		metrics, err := metricsclient.NewForConfig(restCfg)
 		if err != nil {
 			return fmt.Errorf("building metrics client: %w", err)
 		}
+		telemetry, err := operator.NewTelemetry(reg)
+		if err != nil {
+			return err
+		}
 		opDeps = operator.Deps{Kube: kube, Trawler: trawler, Metrics: metrics, Store: st, Logs: deps.logs, Log: logger,
-			Events: notifier}
+			Events: notifier, Telemetry: telemetry}
 	}
 
 	var wg sync.WaitGroup

@@ -158,6 +158,20 @@ func TestMetricsAfterACrawl(t *testing.T) {
 	check("trawler_redis_command_duration_seconds_count", map[string]string{"command": "pipeline"}, positive, "> 0")
 	check("trawler_webhook_deliveries_total", map[string]string{"event": "crawlFinished", "outcome": "success"}, positive, "> 0")
 	check("trawler_webhook_delivery_duration_seconds_count", map[string]string{"event": "crawlFinished"}, positive, "> 0")
+	check("trawler_operator_reconcile_duration_seconds_count", map[string]string{"queue": "crawljobs"}, positive, "> 0")
+	check("trawler_operator_crawljob_status_writes_total", map[string]string{"result": "ok"}, positive, "> 0")
+	check("workqueue_adds_total", map[string]string{"name": "crawljobs"}, positive, "> 0")
+	check("workqueue_depth", map[string]string{"name": "crawljobs"}, func(v float64) bool { return v >= 0 && v < 100 }, "small")
+	check("workqueue_work_duration_seconds_count", map[string]string{"name": "crawljobs"}, positive, "> 0")
+	// The finished CrawlJob stays for operator.finished_crawljob_ttl (30 s).
+	var kept float64
+	for _, st := range []string{"complete", "partial_complete"} {
+		v, _ := m.value("trawler_operator_crawljobs", map[string]string{"state": st})
+		kept += v
+	}
+	if running, _ := m.value("trawler_operator_crawljobs", map[string]string{"state": "running"}); running != 0 || kept < 1 {
+		t.Errorf("trawler_operator_crawljobs: %v running, %v finished; want the finished crawl's job", running, kept)
+	}
 	check("trawler_leader", nil, func(v float64) bool { return v == 1 }, "1 (trawler dev runs the operator)")
 	check("go_goroutines", nil, positive, "> 0")
 	check("process_resident_memory_bytes", nil, func(v float64) bool { return v > 1<<20 && v < 4<<30 }, "between 1 MiB and 4 GiB")

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -77,6 +78,9 @@ type Config struct {
 	// RedisDialer, when set, dials every crawl Redis (tests resolve the
 	// sandbox's cluster DNS with it). Nil in production.
 	RedisDialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// RedisHook, when set, is added to every crawl Redis client
+	// (crawlredis.NewMetrics).
+	RedisHook redis.Hook
 	// RedisPollInterval is how often a running crawl's Redis is read.
 	RedisPollInterval time.Duration
 	// StatsInterval is the least time between two writes of a crawl's

@@ -54,6 +54,7 @@ type Controller struct {
 	// broadcaster is ours to shut down when we built the recorder.
 	broadcaster record.EventBroadcaster
 	log         *slog.Logger
+	telemetry   *Telemetry
 
 	kubeFactory    kubeinformers.SharedInformerFactory
 	cmFactory      kubeinformers.SharedInformerFactory
@@ -105,7 +106,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{cfg: cfg, kube: deps.Kube, trawler: deps.Trawler, store: deps.Store, events: deps.Events,
-		clock: deps.Clock, logs: deps.Logs, recorder: deps.Recorder, log: deps.Log}
+		clock: deps.Clock, logs: deps.Logs, recorder: deps.Recorder, log: deps.Log, telemetry: deps.Telemetry}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
@@ -146,9 +147,9 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		podInf.Informer().HasSynced, pvcInf.Informer().HasSynced, cmInf.Informer().HasSynced}
 
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "crawljobs", Clock: c.clock})
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "crawljobs", Clock: c.clock, MetricsProvider: c.telemetry.queueProvider()})
 	c.profileQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "profilejobs", Clock: c.clock})
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "profilejobs", Clock: c.clock, MetricsProvider: c.telemetry.queueProvider()})
 	c.budget = newWriteBudget(cfg.StatsInterval)
 	c.pollers = newPollers(cfg, deps.Store, c.clock, c.log, c.wake)
 	c.finishers = newFinishers()
@@ -195,11 +196,13 @@ func (c *Controller) Run(ctx context.Context) {
 		return // ctx ended before the caches filled
 	}
 	c.log.Info("operator started", "namespace", c.cfg.Namespace, "workers", c.cfg.Workers)
+	defer c.telemetry.runs(c)()
+	syncJob, syncProfile := c.telemetry.timed("crawljobs", c.sync), c.telemetry.timed("profilejobs", c.syncProfile)
 	var wg sync.WaitGroup
 	for range c.cfg.Workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.queue, c.sync), time.Second) })
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.queue, syncJob), time.Second) })
 	}
-	wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.profileQueue, c.syncProfile), time.Second) })
+	wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.profileQueue, syncProfile), time.Second) })
 	if c.usage != nil {
 		wg.Go(func() { c.usage.run(ctx) })
 	}

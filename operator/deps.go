@@ -38,6 +38,8 @@ type Deps struct {
 	Metrics metricsclient.Interface
 	// Events, when set, is told when crawls start and finish (webhooks).
 	Events EventSender
+	// Telemetry records the operator's Prometheus metrics (nil: none).
+	Telemetry *Telemetry
 }
 
 // CrawlStore is what the operator needs from the crawl database. Every

@@ -50,7 +50,11 @@ func newRedisClient(cfg Config, crawlID string) (*redis.Client, error) {
 		d := &net.Dialer{Timeout: cfg.RedisTimeout}
 		opts.Dialer = d.DialContext
 	}
-	return redis.NewClient(opts), nil
+	c := redis.NewClient(opts)
+	if cfg.RedisHook != nil {
+		c.AddHook(cfg.RedisHook)
+	}
+	return c, nil
 }
 
 // snapshot is one pipelined read of a crawl's Redis.

@@ -102,6 +102,7 @@ func (c *Controller) writeStatus(ctx context.Context, key string, cj *trawlerv1.
 	next := cj.DeepCopy()
 	next.Status = st
 	updated, err := c.trawler.TrawlerV1().CrawlJobs(cj.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	c.telemetry.statusWritten(err)
 	if err != nil {
 		return 0, fmt.Errorf("writing status: %w", err)
 	}

@@ -1,0 +1,176 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/trawlerhq/trawler/k8s"
+)
+
+// Telemetry is the operator's Prometheus metrics. One is made per process
+// (NewTelemetry) and given to every Controller the process builds, as a
+// replica that loses and regains the Lease builds a new one: the series
+// go on, and those read from the caches come from the controller that
+// runs. Its methods do nothing on a nil *Telemetry.
+//
+//	trawler_operator_reconcile_duration_seconds{queue}  one sync of a key
+//	trawler_operator_reconcile_errors_total{queue}      syncs that failed (retried)
+//	trawler_operator_crawljob_status_writes_total{result}  CrawlJob status updates
+//	trawler_operator_crawljobs{state}                   CrawlJobs by crawl state
+//	trawler_operator_pods{role,phase}                   pods it manages
+//	trawler_operator_pvcs{role}                         PVCs it manages
+//	workqueue_*{name}                                   client-go's workqueue metrics
+type Telemetry struct {
+	reconcile       *prometheus.HistogramVec
+	reconcileErrors *prometheus.CounterVec
+	statusWrites    *prometheus.CounterVec
+	queues          queueMetrics
+	// running is the controller whose caches the gauges read (nil: none
+	// runs, as on a replica that does not lead).
+	running atomic.Pointer[Controller]
+}
+
+// NewTelemetry registers the operator's metrics on reg.
+func NewTelemetry(reg prometheus.Registerer) (*Telemetry, error) {
+	t := &Telemetry{
+		reconcile: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "trawler_operator_reconcile_duration_seconds",
+			Help:    "Time of one sync of a CrawlJob or ProfileJob key, by queue.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"queue"}),
+		reconcileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trawler_operator_reconcile_errors_total",
+			Help: "Syncs that returned an error (the key is retried with backoff), by queue.",
+		}, []string{"queue"}),
+		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trawler_operator_crawljob_status_writes_total",
+			Help: "CrawlJob status updates sent to the Kubernetes API, by result (ok, conflict, error).",
+		}, []string{"result"}),
+		queues: newQueueMetrics(),
+	}
+	for _, c := range []prometheus.Collector{t.reconcile, t.reconcileErrors, t.statusWrites, managedCollector{t}} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering operator metrics: %w", err)
+		}
+	}
+	if err := t.queues.register(reg); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// queueProvider is the workqueues' metrics provider (nil: client-go's
+// default, which records nothing).
+func (t *Telemetry) queueProvider() workqueue.MetricsProvider {
+	if t == nil {
+		return nil
+	}
+	return t.queues
+}
+
+// syncFunc syncs one key of a queue.
+type syncFunc func(ctx context.Context, key string) error
+
+// timed wraps a queue's sync so that each call is timed and its failure
+// counted.
+func (t *Telemetry) timed(queue string, sync syncFunc) syncFunc {
+	if t == nil {
+		return sync
+	}
+	return func(ctx context.Context, key string) error {
+		start := time.Now()
+		err := sync(ctx, key)
+		t.reconcile.WithLabelValues(queue).Observe(time.Since(start).Seconds())
+		if err != nil && ctx.Err() == nil {
+			t.reconcileErrors.WithLabelValues(queue).Inc()
+		}
+		return err
+	}
+}
+
+// statusWritten counts one CrawlJob status update and its result.
+func (t *Telemetry) statusWritten(err error) {
+	if t == nil {
+		return
+	}
+	result := "ok"
+	switch {
+	case isGone(err):
+		result = "conflict"
+	case err != nil:
+		result = "error"
+	}
+	t.statusWrites.WithLabelValues(result).Inc()
+}
+
+// runs makes c the controller the gauges read, until the returned func is
+// called.
+func (t *Telemetry) runs(c *Controller) func() {
+	if t == nil {
+		return func() {}
+	}
+	t.running.Store(c)
+	return func() { t.running.CompareAndSwap(c, nil) }
+}
+
+// managedCollector reads, at scrape time, what the running controller's
+// caches hold: no cost between scrapes, and no series on a replica that
+// does not lead.
+type managedCollector struct{ t *Telemetry }
+
+var (
+	crawlJobsDesc = prometheus.NewDesc("trawler_operator_crawljobs",
+		"CrawlJobs in the operator's cache by crawl state (\"\" before the first sync).", []string{"state"}, nil)
+	podsDesc = prometheus.NewDesc("trawler_operator_pods",
+		"Pods the operator manages (crawlers, crawl Redis, profile browsers), by role and phase.", []string{"role", "phase"}, nil)
+	pvcsDesc = prometheus.NewDesc("trawler_operator_pvcs",
+		"PVCs the operator manages, by role.", []string{"role"}, nil)
+)
+
+func (m managedCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- crawlJobsDesc
+	ch <- podsDesc
+	ch <- pvcsDesc
+}
+
+func (m managedCollector) Collect(ch chan<- prometheus.Metric) {
+	c := m.t.running.Load()
+	if c == nil || !c.HasSynced() {
+		return
+	}
+	ns := c.cfg.Namespace
+	if jobs, err := c.jobs.CrawlJobs(ns).List(labels.Everything()); err == nil {
+		byState := map[string]int{}
+		for _, j := range jobs {
+			byState[j.Status.State]++
+		}
+		for state, n := range byState {
+			ch <- prometheus.MustNewConstMetric(crawlJobsDesc, prometheus.GaugeValue, float64(n), state)
+		}
+	}
+	if pods, err := c.pods.Pods(ns).List(labels.Everything()); err == nil {
+		type key struct{ role, phase string }
+		count := map[key]int{}
+		for _, p := range pods {
+			count[key{p.Labels[k8s.LabelRole], string(p.Status.Phase)}]++
+		}
+		for k, n := range count {
+			ch <- prometheus.MustNewConstMetric(podsDesc, prometheus.GaugeValue, float64(n), k.role, k.phase)
+		}
+	}
+	if pvcs, err := c.pvcs.PersistentVolumeClaims(ns).List(labels.Everything()); err == nil {
+		count := map[string]int{}
+		for _, p := range pvcs {
+			count[p.Labels[k8s.LabelRole]]++
+		}
+		for role, n := range count {
+			ch <- prometheus.MustNewConstMetric(pvcsDesc, prometheus.GaugeValue, float64(n), role)
+		}
+	}
+}
