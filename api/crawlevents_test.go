@@ -16,6 +16,7 @@ import (
 
 	"github.com/trawlerhq/trawler/crawlredis"
 	"github.com/trawlerhq/trawler/k8s"
+	"github.com/trawlerhq/trawler/sandbox/metricstest"
 	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
 )
@@ -217,10 +218,12 @@ func TestCrawlEventsShareOneReader(t *testing.T) {
 	}
 	defer writer.Close(context.Background())
 	mongoCalls := func() float64 {
-		return gathered(t, storeMetrics, "trawler_mongo_command_duration_seconds", "", "")
+		n, _ := metricstest.Sum(t, storeMetrics, "trawler_mongo_command_duration_seconds", nil)
+		return n
 	}
 	redisCalls := func() float64 {
-		return gathered(t, e.metrics, "trawler_redis_command_duration_seconds", "command", "pipeline")
+		n, _ := metricstest.Sum(t, e.metrics, "trawler_redis_command_duration_seconds", map[string]string{"command": "pipeline"})
+		return n
 	}
 
 	type load struct{ connect, mongo, redis float64 }
@@ -401,8 +404,9 @@ func TestEndStreams(t *testing.T) {
 	e.srv.EndStreams()
 	c.all(t, 5*time.Second) // returns once the stream closed
 	waitFor(t, "no open stream and no feed", 5*time.Second, func() bool {
-		return gathered(t, e.metrics, "trawler_crawl_event_streams", "", "") == 0 &&
-			gathered(t, e.metrics, "trawler_crawl_event_feeds", "", "") == 0
+		streams, _ := metricstest.Sum(t, e.metrics, "trawler_crawl_event_streams", nil)
+		feeds, _ := metricstest.Sum(t, e.metrics, "trawler_crawl_event_feeds", nil)
+		return streams == 0 && feeds == 0
 	})
 }
 

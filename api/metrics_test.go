@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/trawlerhq/trawler/sandbox/metricstest"
 )
 
 // TestHTTPMetrics: requests are counted by route template and status, with
@@ -45,58 +47,18 @@ func TestHTTPMetrics(t *testing.T) {
 		{"GET", "/", "418", 1},
 		{"POST", "/api/auth/jwt/login", "200", float64(len(e.tokens))},
 	} {
-		got := 0.0
-		for _, m := range series(t, e, "trawler_http_requests_total") {
-			if m.labels["method"] == tc.method && m.labels["route"] == tc.route && m.labels["code"] == tc.code {
-				got += m.value
-			}
-		}
+		got, _ := metricstest.Sum(t, e.metrics, "trawler_http_requests_total",
+			map[string]string{"method": tc.method, "route": tc.route, "code": tc.code})
 		if got != tc.want {
 			t.Errorf("requests %s %s %s: %v, want %v", tc.method, tc.route, tc.code, got, tc.want)
 		}
 	}
-	latency := series(t, e, "trawler_http_request_duration_seconds")
-	for _, m := range latency {
-		if m.labels["route"] == eventsRoute {
-			t.Errorf("the event stream is in the latency histogram: %v", m.labels)
+	if _, found := metricstest.Sum(t, e.metrics, "trawler_http_request_duration_seconds", map[string]string{"route": eventsRoute}); found {
+		t.Error("the event stream is in the latency histogram")
+	}
+	for _, route := range []string{crawlRoute, unmatchedRoute, "/"} {
+		if n, _ := metricstest.Sum(t, e.metrics, "trawler_http_request_duration_seconds", map[string]string{"route": route}); n == 0 {
+			t.Errorf("no latency of %s", route)
 		}
 	}
-	if len(latency) < 4 {
-		t.Errorf("%d latency series", len(latency))
-	}
-}
-
-// sample is one series: its labels and its value (a histogram's count).
-type sample struct {
-	labels map[string]string
-	value  float64
-}
-
-// series lists the samples of metric name in the API's registry.
-func series(t *testing.T, e *env, name string) []sample {
-	t.Helper()
-	mfs, err := e.metrics.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []sample
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			l := sample{labels: map[string]string{}}
-			for _, lp := range m.GetLabel() {
-				l.labels[lp.GetName()] = lp.GetValue()
-			}
-			switch {
-			case m.GetCounter() != nil:
-				l.value = m.GetCounter().GetValue()
-			case m.GetHistogram() != nil:
-				l.value = float64(m.GetHistogram().GetSampleCount())
-			}
-			out = append(out, l)
-		}
-	}
-	return out
 }

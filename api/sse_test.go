@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trawlerhq/trawler/sandbox/mongotest"
@@ -195,40 +194,4 @@ func redisClient(t testing.TB) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: mongotest.RedisAddr(t)})
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-// gathered sums, over all label values, a counter's value or a
-// histogram's count of name in reg, and keeps the series whose label
-// matches label=value when label is not empty.
-func gathered(t testing.TB, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			if label != "" {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == label && l.GetValue() != value {
-						continue series
-					}
-				}
-			}
-			switch {
-			case m.GetHistogram() != nil:
-				sum += float64(m.GetHistogram().GetSampleCount())
-			case m.GetCounter() != nil:
-				sum += m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				sum += m.GetGauge().GetValue()
-			}
-		}
-	}
-	return sum
 }

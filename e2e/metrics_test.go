@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/trawlerhq/trawler/sandbox/metricstest"
 )
 
 // client is the REST API as a script uses it.
@@ -131,7 +131,7 @@ func TestMetricsAfterACrawl(t *testing.T) {
 	}
 	m := scrape(t)
 	for range 100 { // the attempt is counted just after the receiver answered
-		if v, _ := m.value("trawler_webhook_deliveries_total", map[string]string{"event": "crawlFinished", "outcome": "success"}); v > 0 {
+		if v, _ := metricstest.Sum(t, m, "trawler_webhook_deliveries_total", map[string]string{"event": "crawlFinished", "outcome": "success"}); v > 0 {
 			break
 		}
 		time.Sleep(50 * time.Millisecond) // polling /metrics, not synchronising
@@ -139,7 +139,7 @@ func TestMetricsAfterACrawl(t *testing.T) {
 	}
 	check := func(name string, labels map[string]string, ok func(float64) bool, want string) {
 		t.Helper()
-		v, found := m.value(name, labels)
+		v, found := metricstest.Sum(t, m, name, labels)
 		if !found || !ok(v) {
 			t.Errorf("%s%v = %v (found %v), want %s", name, labels, v, found, want)
 		}
@@ -149,7 +149,7 @@ func TestMetricsAfterACrawl(t *testing.T) {
 	check("trawler_http_requests_total", map[string]string{"method": "POST", "route": "/api/orgs/:oid/crawlconfigs", "code": "200"}, positive, "> 0")
 	check("trawler_http_requests_total", map[string]string{"route": crawlRoute, "code": "200"}, positive, "> 0")
 	check("trawler_http_request_duration_seconds_count", map[string]string{"route": "/api/auth/jwt/login"}, positive, "> 0")
-	if _, found := m.value("trawler_http_request_duration_seconds_count", map[string]string{"route": crawlRoute}); found {
+	if _, found := metricstest.Sum(t, m, "trawler_http_request_duration_seconds_count", map[string]string{"route": crawlRoute}); found {
 		t.Error("the event stream is in the latency histogram")
 	}
 	check("trawler_crawl_event_streams", nil, func(v float64) bool { return v == 0 }, "0 after the stream ended")
@@ -166,29 +166,26 @@ func TestMetricsAfterACrawl(t *testing.T) {
 	// The finished CrawlJob stays for operator.finished_crawljob_ttl (30 s).
 	var kept float64
 	for _, st := range []string{"complete", "partial_complete"} {
-		v, _ := m.value("trawler_operator_crawljobs", map[string]string{"state": st})
+		v, _ := metricstest.Sum(t, m, "trawler_operator_crawljobs", map[string]string{"state": st})
 		kept += v
 	}
-	if running, _ := m.value("trawler_operator_crawljobs", map[string]string{"state": "running"}); running != 0 || kept < 1 {
+	if running, _ := metricstest.Sum(t, m, "trawler_operator_crawljobs", map[string]string{"state": "running"}); running != 0 || kept < 1 {
 		t.Errorf("trawler_operator_crawljobs: %v running, %v finished; want the finished crawl's job", running, kept)
 	}
 	check("trawler_leader", nil, func(v float64) bool { return v == 1 }, "1 (trawler dev runs the operator)")
 	check("go_goroutines", nil, positive, "> 0")
 	check("process_resident_memory_bytes", nil, func(v float64) bool { return v > 1<<20 && v < 4<<30 }, "between 1 MiB and 4 GiB")
 	for _, family := range []string{"trawler_mongo_command", "trawler_redis_command"} {
-		calls, _ := m.value(family+"_duration_seconds_count", nil)
-		failed, _ := m.value(family+"_errors_total", nil)
+		calls, _ := metricstest.Sum(t, m, family+"_duration_seconds_count", nil)
+		failed, _ := metricstest.Sum(t, m, family+"_errors_total", nil)
 		if failed > calls {
 			t.Errorf("%s: %v failures of %v calls", family, failed, calls)
 		}
 	}
 }
 
-// metrics are the families of one scrape.
-type metrics map[string]*dto.MetricFamily
-
-// scrape reads /metrics in the text format.
-func scrape(t *testing.T) metrics {
+// scrape reads /metrics.
+func scrape(t *testing.T) prometheus.Gatherer {
 	t.Helper()
 	resp, err := http.Get(stack.url + "/metrics")
 	if err != nil {
@@ -198,53 +195,9 @@ func scrape(t *testing.T) metrics {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/metrics: %d", resp.StatusCode)
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(resp.Body)
+	g, err := metricstest.Parse(resp.Body)
 	if err != nil {
 		t.Fatalf("/metrics: %v", err)
 	}
-	return mfs
-}
-
-// value sums the samples of name whose labels include labels; a
-// histogram's name_count and name_sum are read from the histogram.
-func (m metrics) value(name string, labels map[string]string) (float64, bool) {
-	family, suffix := name, ""
-	for _, s := range []string{"_count", "_sum"} {
-		if base, ok := strings.CutSuffix(name, s); ok && m[base] != nil && m[base].GetType() == dto.MetricType_HISTOGRAM {
-			family, suffix = base, s
-		}
-	}
-	mf := m[family]
-	if mf == nil {
-		return 0, false
-	}
-	var sum float64
-	found := false
-samples:
-	for _, s := range mf.GetMetric() {
-		have := map[string]string{}
-		for _, l := range s.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		for k, v := range labels {
-			if have[k] != v {
-				continue samples
-			}
-		}
-		found = true
-		switch {
-		case suffix == "_count":
-			sum += float64(s.GetHistogram().GetSampleCount())
-		case suffix == "_sum":
-			sum += s.GetHistogram().GetSampleSum()
-		case s.GetCounter() != nil:
-			sum += s.GetCounter().GetValue()
-		case s.GetGauge() != nil:
-			sum += s.GetGauge().GetValue()
-		case s.GetUntyped() != nil:
-			sum += s.GetUntyped().GetValue()
-		}
-	}
-	return sum, found
+	return g
 }

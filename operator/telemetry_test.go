@@ -8,47 +8,9 @@ import (
 
 	"github.com/trawlerhq/trawler/crawlredis"
 	"github.com/trawlerhq/trawler/operator"
+	"github.com/trawlerhq/trawler/sandbox/metricstest"
 	"github.com/trawlerhq/trawler/store"
 )
-
-// sampleSum sums the samples of metric name in reg whose labels include
-// want (a histogram counts its observations).
-func sampleSum(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) (float64, bool) {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	found := false
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	samples:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if have[k] != v {
-					continue samples
-				}
-			}
-			found = true
-			switch {
-			case m.GetHistogram() != nil:
-				sum += float64(m.GetHistogram().GetSampleCount())
-			case m.GetCounter() != nil:
-				sum += m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				sum += m.GetGauge().GetValue()
-			}
-		}
-	}
-	return sum, found
-}
 
 // TestTelemetry runs a crawl of two crawlers and reads the operator's
 // metrics while it runs and after: the managed pods and PVCs and the
@@ -65,7 +27,7 @@ func TestTelemetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, found := sampleSum(t, reg, "trawler_operator_pods", nil); found {
+	if v, found := metricstest.Sum(t, reg, "trawler_operator_pods", nil); found {
 		t.Fatalf("pods reported (%v) before any controller runs", v)
 	}
 	cfg := h.config()
@@ -77,10 +39,10 @@ func TestTelemetry(t *testing.T) {
 	h.waitPagesDone(id, 10)
 
 	h.waitFor("two running crawlers and a running crawl in the gauges", 30*time.Second, func() bool {
-		crawlers, _ := sampleSum(t, reg, "trawler_operator_pods", map[string]string{"role": "crawler", "phase": "Running"})
-		redis, _ := sampleSum(t, reg, "trawler_operator_pods", map[string]string{"role": "redis"})
-		pvcs, _ := sampleSum(t, reg, "trawler_operator_pvcs", map[string]string{"role": "crawler"})
-		running, _ := sampleSum(t, reg, "trawler_operator_crawljobs", map[string]string{"state": store.StateRunning})
+		crawlers, _ := metricstest.Sum(t, reg, "trawler_operator_pods", map[string]string{"role": "crawler", "phase": "Running"})
+		redis, _ := metricstest.Sum(t, reg, "trawler_operator_pods", map[string]string{"role": "redis"})
+		pvcs, _ := metricstest.Sum(t, reg, "trawler_operator_pvcs", map[string]string{"role": "crawler"})
+		running, _ := metricstest.Sum(t, reg, "trawler_operator_crawljobs", map[string]string{"state": store.StateRunning})
 		return crawlers == 2 && redis == 1 && pvcs == 2 && running == 1
 	})
 	for _, m := range []struct {
@@ -94,11 +56,11 @@ func TestTelemetry(t *testing.T) {
 		{"workqueue_work_duration_seconds", map[string]string{"name": "crawljobs"}},
 		{"trawler_redis_command_duration_seconds", map[string]string{"command": "pipeline"}},
 	} {
-		if v, _ := sampleSum(t, reg, m.name, m.labels); v <= 0 {
+		if v, _ := metricstest.Sum(t, reg, m.name, m.labels); v <= 0 {
 			t.Errorf("%s%v = %v, want > 0", m.name, m.labels, v)
 		}
 	}
-	if v, found := sampleSum(t, reg, "workqueue_depth", map[string]string{"name": "crawljobs"}); !found || v < 0 {
+	if v, found := metricstest.Sum(t, reg, "workqueue_depth", map[string]string{"name": "crawljobs"}); !found || v < 0 {
 		t.Errorf("workqueue_depth = %v (found %v)", v, found)
 	}
 
@@ -107,17 +69,17 @@ func TestTelemetry(t *testing.T) {
 	}
 	final := h.waitState(id, 2*time.Minute, store.FinishedStates...)
 	h.waitFor("the crawl's final state in the gauge, or its job released", 30*time.Second, func() bool {
-		v, _ := sampleSum(t, reg, "trawler_operator_crawljobs", map[string]string{"state": final})
-		running, _ := sampleSum(t, reg, "trawler_operator_crawljobs", map[string]string{"state": store.StateRunning})
+		v, _ := metricstest.Sum(t, reg, "trawler_operator_crawljobs", map[string]string{"state": final})
+		running, _ := metricstest.Sum(t, reg, "trawler_operator_crawljobs", map[string]string{"state": store.StateRunning})
 		return running == 0 && (v == 1 || h.gone(id))
 	})
-	if errs, _ := sampleSum(t, reg, "trawler_operator_reconcile_errors_total", nil); errs > 0 {
-		syncs, _ := sampleSum(t, reg, "trawler_operator_reconcile_duration_seconds", nil)
+	if errs, _ := metricstest.Sum(t, reg, "trawler_operator_reconcile_errors_total", nil); errs > 0 {
+		syncs, _ := metricstest.Sum(t, reg, "trawler_operator_reconcile_duration_seconds", nil)
 		t.Logf("%v of %v syncs failed and were retried", errs, syncs)
 	}
 
 	op.stop()
-	if v, found := sampleSum(t, reg, "trawler_operator_pods", nil); found {
+	if v, found := metricstest.Sum(t, reg, "trawler_operator_pods", nil); found {
 		t.Errorf("pods reported (%v) after the controller stopped", v)
 	}
 }

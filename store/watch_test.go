@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/trawlerhq/trawler/sandbox/metricstest"
 	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
 )
@@ -184,8 +185,8 @@ func TestWithMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := findCount(t, reg, "find"); n != 3 {
-		t.Fatalf("%d find commands counted, want 3", n)
+	if n, _ := metricstest.Sum(t, reg, "trawler_mongo_command_duration_seconds", map[string]string{"command": "find"}); n != 3 {
+		t.Fatalf("%v find commands counted, want 3", n)
 	}
 	if err := store.WithMetrics(reg)(options.Client()); err == nil {
 		t.Fatal("registering the metrics twice on one registry did not fail")
@@ -201,26 +202,4 @@ func isFerret(t *testing.T, m *mongotest.DB) bool {
 	}
 	_, err = raw.LookupErr("ferretdbVersion")
 	return err == nil
-}
-
-// findCount is the number of calls of a command the registry counted.
-func findCount(t *testing.T, reg *prometheus.Registry, command string) uint64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "trawler_mongo_command_duration_seconds" {
-			continue
-		}
-		for _, mt := range mf.GetMetric() {
-			for _, l := range mt.GetLabel() {
-				if l.GetName() == "command" && l.GetValue() == command {
-					return mt.GetHistogram().GetSampleCount()
-				}
-			}
-		}
-	}
-	return 0
 }
