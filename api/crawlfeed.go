@@ -161,8 +161,10 @@ func (fs *crawlFeeds) run(ctx context.Context, f *crawlFeed) {
 			return
 		case _, ok := <-changes:
 			readDoc = true
-			if !ok { // the stream failed: open another, or poll
-				changes = w.watch(ctx)
+			if !ok {
+				// The change stream ended (a failover, a network error):
+				// poll from now on rather than reopen it in a loop.
+				changes = nil
 			}
 		case <-tick.C:
 			readDoc = readDoc || changes == nil
