@@ -180,7 +180,7 @@ func (tb *tab) downloadFile() {
 		if len(data) < 22 || !bytes.HasPrefix(data, []byte("PK")) {
 			tb.t.Fatalf("downloaded %s: %d bytes, not a zip", name, len(data))
 		}
-		kept := filepath.Join(dir, name)
+		kept := filepath.Join(dir, filepath.Base(name))
 		_ = os.Rename(filepath.Join(dir, guid), kept)
 		tb.t.Logf("downloaded %s (%d bytes) to %s", name, len(data), kept)
 	case <-time.After(time.Minute):
