@@ -116,8 +116,8 @@ class CrawlPage {
         h("h2", { id: "history-title" }, "States"), this.history),
       this.ctx.role >= 20 ? h("section", { "aria-labelledby": "errors-title" },
         h("h2", { id: "errors-title" }, "Errors"), this.errors) : null,
-      h("section", { "aria-labelledby": "logs-title" }, h("h2", { id: "logs-title" }, "Logs"), this.logs),
-      h("section", { "aria-labelledby": "files-title" }, h("h2", { id: "files-title" }, "Files"), this.files));
+      h("section", { "aria-labelledby": "files-title" }, h("h2", { id: "files-title" }, "Files"), this.files),
+      h("section", { "aria-labelledby": "logs-title" }, h("h2", { id: "logs-title" }, "Logs"), this.logs));
     this.points = [{ t: apiDate(c.started).getTime(), done: 0, found: 0 }];
   }
 
@@ -175,9 +175,15 @@ class CrawlPage {
     const prev = this.last;
     if (prev && ev.pagesFailed === null) ev.pagesFailed = prev.pagesFailed;
     if (prev && prev.instances) {
+      // A finished crawl's crawlers have exited: their pods say so, not
+      // the status they last had.
+      const running = !finalStates.has(ev.state);
       const before = new Map(prev.instances.map((i) => [i.index, i]));
       for (const i of ev.instances || []) {
-        if (i.status === null && before.has(i.index)) i.status = before.get(i.index).status;
+        const b = before.get(i.index);
+        if (!b) continue;
+        if (i.status === null && running) i.status = b.status;
+        if (!i.size) i.size = b.size;
       }
     }
     this.last = ev;
@@ -223,7 +229,7 @@ class CrawlPage {
       h("td", { class: "num" }, String(i.index)),
       h("td", { "data-status": i.status || "" }, state(i)),
       h("td", { class: "num" }, String(i.restarts) + (i.reason && i.reason !== "Completed" ? ` (${i.reason})` : "")),
-      h("td", { class: "num" }, humanSize(i.size)))));
+      h("td", { class: "num" }, i.size ? humanSize(i.size) : "—"))));
   }
 
   // finished loads what only a finished crawl has.
@@ -294,7 +300,7 @@ function fromCrawl(c) {
 }
 
 function logTable(caption, lines) {
-  return h("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": caption },
+  return h("div", { class: "table-wrap scroll", tabindex: "0", role: "region", "aria-label": caption },
     h("table", { class: "log" },
       h("thead", {}, h("tr", {}, ["Time", "Level", "Context", "Message"].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, lines.map((l) => h("tr", {},
