@@ -20,8 +20,18 @@ import (
 	"github.com/trawlerhq/trawler/webhook"
 )
 
+// maxEventsKeepAlive bounds api.events_keepalive.
+const maxEventsKeepAlive = 15 * time.Second
+
 // apiConfig maps settings to the API's configuration.
 func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
+	// A stream silent for longer than this is dropped by common proxies.
+	if d := v.GetDuration("api.events_keepalive"); d <= 0 || d > maxEventsKeepAlive {
+		return api.Config{}, fmt.Errorf("api.events_keepalive is %v: it must be above 0 and at most %v", d, maxEventsKeepAlive)
+	}
+	if d := v.GetDuration("api.events_poll_interval"); d <= 0 {
+		return api.Config{}, fmt.Errorf("api.events_poll_interval is %v: it must be above 0", d)
+	}
 	secret := []byte(v.GetString("api.jwt_secret"))
 	if len(secret) == 0 {
 		// Tokens then die with the process and other replicas reject them;

@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -72,5 +73,27 @@ func TestSocksProxySettings(t *testing.T) {
 	}
 	if c.SocksProxyHost != "tor.proxy" || c.SocksProxyPort != 1080 {
 		t.Errorf("socks proxy %q:%d", c.SocksProxyHost, c.SocksProxyPort)
+	}
+}
+
+// TestEventSettingsChecked: event-stream timings that would break streams
+// (no keep-alive, one slower than proxies allow, no poll) are refused.
+func TestEventSettingsChecked(t *testing.T) {
+	for _, bad := range []struct{ name, value string }{
+		{"api.events_keepalive", "0s"}, {"api.events_keepalive", "16s"}, {"api.events_poll_interval", "0s"},
+	} {
+		name, value := bad.name, bad.value
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		bindConfigFlags(fs)
+		if err := fs.Parse([]string{"--" + name + "=" + value}); err != nil {
+			t.Fatal(err)
+		}
+		v, err := loadConfig("", fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := apiConfig(v, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%s: %v, want an error naming the setting", name, value, err)
+		}
 	}
 }
