@@ -113,15 +113,39 @@ func TestMetricsAfterACrawl(t *testing.T) {
 		t.Fatal(err)
 	}
 	var last string
+	var during prometheus.Gatherer // scraped while both crawlers ran
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
 			last = data
+			if during == nil && bothRunning(data) {
+				during = scrape(t)
+			}
 		}
 	}
 	resp.Body.Close()
 	if !strings.Contains(last, `"reason":"finished"`) {
 		t.Fatalf("the stream ended with %s (%v)", last, sc.Err())
+	}
+	if during == nil {
+		t.Fatal("no crawl event showed both crawlers running")
+	}
+	// What the operator manages, read from its caches while the crawl ran:
+	// at least this crawl's job, two crawler pods and their PVCs, and its
+	// Redis (the dashboard test's crawl may still be winding down).
+	for _, g := range []struct {
+		name   string
+		labels map[string]string
+		least  float64
+	}{
+		{"trawler_operator_crawljobs", map[string]string{"state": "running"}, 1},
+		{"trawler_operator_pods", map[string]string{"role": "crawler", "phase": "Running"}, 2},
+		{"trawler_operator_pods", map[string]string{"role": "redis"}, 1},
+		{"trawler_operator_pvcs", map[string]string{"role": "crawler"}, 2},
+	} {
+		if v, _ := metricstest.Sum(t, during, g.name, g.labels); v < g.least || v > 20 {
+			t.Errorf("while the crawl ran, %s%v = %v, want %v or a few more", g.name, g.labels, v, g.least)
+		}
 	}
 
 	select {
@@ -159,6 +183,7 @@ func TestMetricsAfterACrawl(t *testing.T) {
 	check("trawler_webhook_deliveries_total", map[string]string{"event": "crawlFinished", "outcome": "success"}, positive, "> 0")
 	check("trawler_webhook_delivery_duration_seconds_count", map[string]string{"event": "crawlFinished"}, positive, "> 0")
 	check("trawler_operator_reconcile_duration_seconds_count", map[string]string{"queue": "crawljobs"}, positive, "> 0")
+	check("trawler_operator_reconcile_errors_total", map[string]string{"queue": "crawljobs"}, func(v float64) bool { return v >= 0 }, "present")
 	check("trawler_operator_crawljob_status_writes_total", map[string]string{"result": "ok"}, positive, "> 0")
 	check("workqueue_adds_total", map[string]string{"name": "crawljobs"}, positive, "> 0")
 	check("workqueue_depth", map[string]string{"name": "crawljobs"}, func(v float64) bool { return v >= 0 && v < 100 }, "small")
@@ -182,6 +207,26 @@ func TestMetricsAfterACrawl(t *testing.T) {
 			t.Errorf("%s: %v failures of %v calls", family, failed, calls)
 		}
 	}
+}
+
+// bothRunning reports whether the data of an event is a running crawl
+// whose two crawlers say they are running.
+func bothRunning(data string) bool {
+	var ev struct {
+		State     string `json:"state"`
+		Instances []struct {
+			Status *string `json:"status"`
+		} `json:"instances"`
+	}
+	if json.Unmarshal([]byte(data), &ev) != nil || ev.State != "running" || len(ev.Instances) != 2 {
+		return false
+	}
+	for _, in := range ev.Instances {
+		if in.Status == nil || *in.Status != "running" {
+			return false
+		}
+	}
+	return true
 }
 
 // scrape reads /metrics.

@@ -83,6 +83,9 @@ func (t *Telemetry) timed(queue string, sync syncFunc) syncFunc {
 	if t == nil {
 		return sync
 	}
+	// The queue's error series exists from the start, at 0, so that an
+	// alert on its rate has something to read before the first failure.
+	t.reconcileErrors.WithLabelValues(queue)
 	return func(ctx context.Context, key string) error {
 		start := time.Now()
 		err := sync(ctx, key)

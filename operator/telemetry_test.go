@@ -73,7 +73,11 @@ func TestTelemetry(t *testing.T) {
 		running, _ := metricstest.Sum(t, reg, "trawler_operator_crawljobs", map[string]string{"state": store.StateRunning})
 		return running == 0 && (v == 1 || h.gone(id))
 	})
-	if errs, _ := metricstest.Sum(t, reg, "trawler_operator_reconcile_errors_total", nil); errs > 0 {
+	errs, found := metricstest.Sum(t, reg, "trawler_operator_reconcile_errors_total", map[string]string{"queue": "crawljobs"})
+	if !found {
+		t.Error("no trawler_operator_reconcile_errors_total series for the crawljobs queue")
+	}
+	if errs > 0 {
 		syncs, _ := metricstest.Sum(t, reg, "trawler_operator_reconcile_duration_seconds", nil)
 		t.Logf("%v of %v syncs failed and were retried", errs, syncs)
 	}
