@@ -18,11 +18,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
+	"github.com/trawlerhq/trawler/crawlredis"
 	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
 	"github.com/trawlerhq/trawler/operator"
 	"github.com/trawlerhq/trawler/store"
@@ -121,13 +123,26 @@ func runChildOperator() int {
 	var mu sync.Mutex
 	counts := map[string]int64{}
 	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return requestCounter{next: rt, mu: &mu, n: counts} }
-	st, err := store.Open(ctx, os.Getenv(childMongo), os.Getenv(childDB))
+	// The Prometheus metrics serve gives the operator, so that what is
+	// measured includes their cost.
+	reg := prometheus.NewRegistry()
+	telemetry, err := operator.NewTelemetry(reg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if cfg.RedisHook, err = crawlredis.NewMetrics(reg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	st, err := store.Open(ctx, os.Getenv(childMongo), os.Getenv(childDB), store.WithMetrics(reg))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	c, err := operator.New(cfg, operator.Deps{Kube: kubernetes.NewForConfigOrDie(rc), Trawler: versioned.NewForConfigOrDie(rc),
-		Metrics: metricsclient.NewForConfigOrDie(rc), Store: st, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Metrics: metricsclient.NewForConfigOrDie(rc), Store: st, Telemetry: telemetry,
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
