@@ -265,3 +265,26 @@ func (c *childOperator) profile(name string) ([]byte, error) {
 	}
 	return io.ReadAll(resp.Body)
 }
+
+// memStats returns the child's runtime memory figures that make up its
+// RSS (heap in use and idle, released to the OS, stacks, next GC goal),
+// from the runtime.MemStats the heap profile's debug form ends with.
+func (c *childOperator) memStats() (string, error) {
+	data, err := c.profile("heap?debug=1")
+	if err != nil {
+		return "", err
+	}
+	want := map[string]bool{"HeapAlloc": true, "HeapInuse": true, "HeapIdle": true, "HeapReleased": true, "HeapSys": true,
+		"StackInuse": true, "Sys": true, "NextGC": true}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		name, value, ok := strings.Cut(strings.TrimPrefix(line, "# "), " = ")
+		if !ok || !want[name] {
+			continue
+		}
+		if n, err := strconv.ParseInt(strings.Fields(value)[0], 10, 64); err == nil {
+			out = append(out, fmt.Sprintf("%s %.1f MiB", name, float64(n)/(1<<20)))
+		}
+	}
+	return strings.Join(out, ", "), nil
+}
