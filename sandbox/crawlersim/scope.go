@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/trawlerhq/trawler/jsregex"
 )
 
 // noDepthLimit stands for depth -1 ("unlimited"), as a large number so
@@ -28,8 +30,8 @@ type seedSpec struct {
 type scopedSeed struct {
 	url          string
 	scopeType    string
-	include      []*regexp.Regexp
-	exclude      []*regexp.Regexp
+	include      []*jsregex.Regexp
+	exclude      []*jsregex.Regexp
 	maxDepth     int
 	maxExtraHops int
 	allowHash    bool
@@ -70,7 +72,7 @@ func newScopedSeed(spec seedSpec) (*scopedSeed, error) {
 }
 
 // scopeRules returns the include regexes a scope type implies for a seed.
-func scopeRules(scopeType, seed string) ([]*regexp.Regexp, error) {
+func scopeRules(scopeType, seed string) ([]*jsregex.Regexp, error) {
 	u, err := url.Parse(seed)
 	if err != nil {
 		return nil, fmt.Errorf("invalid seed %q: %w", seed, err)
@@ -95,7 +97,11 @@ func scopeRules(scopeType, seed string) ([]*regexp.Regexp, error) {
 	default:
 		return nil, fmt.Errorf("invalid scope type %q", scopeType)
 	}
-	return []*regexp.Regexp{regexp.MustCompile(rx)}, nil
+	re, err := jsregex.Compile(rx)
+	if err != nil {
+		return nil, fmt.Errorf("scope of seed %q: %w", seed, err)
+	}
+	return []*jsregex.Regexp{re}, nil
 }
 
 // included decides whether a link found at depth-1 may be queued at depth
@@ -154,10 +160,12 @@ func normalizeURL(raw string, allowHash bool) (string, error) {
 	return u.String(), nil
 }
 
-func compileAll(rxs []string) ([]*regexp.Regexp, error) {
-	out := make([]*regexp.Regexp, 0, len(rxs))
+// compileAll compiles the user's patterns as the crawler does: as
+// JavaScript regexes, the first invalid one being fatal.
+func compileAll(rxs []string) ([]*jsregex.Regexp, error) {
+	out := make([]*jsregex.Regexp, 0, len(rxs))
 	for _, s := range rxs {
-		rx, err := regexp.Compile(s)
+		rx, err := jsregex.Compile(s)
 		if err != nil {
 			return nil, fmt.Errorf("invalid regex %q: %w", s, err)
 		}

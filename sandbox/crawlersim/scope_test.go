@@ -28,6 +28,7 @@ func TestScopeIncluded(t *testing.T) {
 		{"custom", seedSpec{scopeType: "custom", include: []string{"other"}}, links[3:4], []bool{false}},
 		{"include alone means custom", seedSpec{include: []string{"/about"}}, links[1:2], []bool{false}},
 		{"exclude", seedSpec{scopeType: "host", exclude: []string{"about"}}, links[:1], []bool{false}},
+		{"JavaScript lookahead", seedSpec{scopeType: "host", exclude: []string{`^https://www\.example\.com/(?!blog/)`}}, links[:1], []bool{false}},
 		{"page plus one extra hop", seedSpec{scopeType: "page", extraHops: 1}, links[:4],
 			[]bool{true, true, true, true}},
 		{"extra hop after in-scope", seedSpec{scopeType: "host", extraHops: 1}, links[:4],
@@ -94,6 +95,16 @@ func TestNormalizeURL(t *testing.T) {
 	for _, bad := range []string{"ftp://example.com/", "example.com", "/path", "https://"} {
 		if _, err := normalizeURL(bad, false); err == nil {
 			t.Errorf("normalizeURL(%q) accepted", bad)
+		}
+	}
+}
+
+// The crawler compiles patterns as JavaScript regexes and dies on one it
+// rejects, even when Go's RE2 would take it.
+func TestScopeRejectsWhatTheCrawlerRejects(t *testing.T) {
+	for _, rx := range []string{"(", "(?i)blog", "(?P<n>x)"} {
+		if _, err := newScopedSeed(seedSpec{url: "https://example.com/", exclude: []string{rx}}); err == nil {
+			t.Errorf("exclude %q accepted", rx)
 		}
 	}
 }
