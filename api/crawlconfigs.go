@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -125,6 +126,11 @@ func (s *Server) createCrawlConfig(c echo.Context) error {
 	}
 	// Upstream stores the org's page limit in the workflow too.
 	wf.Config = withPageQuota(org, wf.Config)
+	// A workflow whose crawls could not launch is refused before it
+	// exists, so a refused runNow leaves nothing behind.
+	if err := checkLaunchable(wf.Config); err != nil {
+		return err
+	}
 	if err := s.store.CreateCrawlConfig(ctx, wf); err != nil {
 		return err
 	}
@@ -163,6 +169,11 @@ func (s *Server) updateCrawlConfig(c echo.Context) error {
 		}
 	}
 	ch := diffWorkflow(&in, wf)
+	if ch.update.Config.Set {
+		if err := checkLaunchable(withPageQuota(currentOrg(c), ch.update.Config.Value)); err != nil {
+			return err
+		}
+	}
 	out := crawlConfigUpdatedOut{Updated: true, SettingsChanged: ch.settingsChanged, MetadataChanged: ch.metadataChanged}
 	if !ch.settingsChanged && !ch.metadataChanged {
 		return c.JSON(http.StatusOK, out)
@@ -190,6 +201,18 @@ func (s *Server) resolveProfile(ctx context.Context, org *store.Org, raw string)
 		return nil, err
 	}
 	return &id, nil
+}
+
+// checkLaunchable refuses (422 on body.config) a crawl config that no
+// launch could hand the crawler.
+func checkLaunchable(cfg store.RawCrawlConfig) error {
+	configJSON, err := crawlerConfigJSON(cfg)
+	if err != nil {
+		return fmt.Errorf("encoding crawl config: %w", err)
+	}
+	var v validator
+	v.configSize(configJSON, "body", "config")
+	return v.err()
 }
 
 // applyWorkflowChange writes a change (with a revision of the previous

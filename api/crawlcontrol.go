@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/trawlerhq/trawler/jsregex"
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/store"
 )
@@ -140,8 +140,10 @@ func (s *Server) scaleCrawl(c echo.Context) error {
 }
 
 // regexParam compiles the regex query parameter (nil when absent and not
-// required).
-func regexParam(c echo.Context, required bool) (*regexp.Regexp, error) {
+// required) with the crawler's JavaScript rules, so the queue shows what
+// an exclusion of the same pattern would drop. An invalid one is
+// upstream's 400 invalid_regex.
+func regexParam(c echo.Context, required bool) (*jsregex.Regexp, error) {
 	raw := c.QueryParam("regex")
 	if raw == "" {
 		if required {
@@ -149,11 +151,27 @@ func regexParam(c echo.Context, required bool) (*regexp.Regexp, error) {
 		}
 		return nil, nil
 	}
-	re, err := regexp.Compile(raw)
-	if err != nil {
+	re, err := jsregex.Compile(raw)
+	if err != nil || len(raw) > maxPatternLen {
 		return nil, badRequest("invalid_regex")
 	}
 	return re, nil
+}
+
+// exclusionParam is the regex of an exclusion change. The crawler
+// compiles exclusions too, so one it would reject is a 422.
+func exclusionParam(c echo.Context) (*jsregex.Regexp, error) {
+	var v validator
+	raw := c.QueryParam("regex")
+	if raw == "" {
+		v.missing("query", "regex")
+	} else {
+		v.regex(raw, "query", "regex")
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	return jsregex.Compile(raw)
 }
 
 // crawlQueue shows a page of a running crawl's queue; a crawl without a
@@ -161,11 +179,17 @@ func regexParam(c echo.Context, required bool) (*regexp.Regexp, error) {
 func (s *Server) crawlQueue(c echo.Context) error {
 	q := newQuery(c)
 	offset, count := q.int("offset", -1), q.int("count", -1)
-	if offset < 0 {
+	switch {
+	case offset < 0:
 		q.v.missing("query", "offset")
+	case offset > maxSkip:
+		q.v.between(int64(offset), 0, maxSkip, "query", "offset")
 	}
-	if count < 0 {
+	switch {
+	case count < 0:
 		q.v.missing("query", "count")
+	case count > maxPageSize:
+		q.v.between(int64(count), 0, maxPageSize, "query", "count")
 	}
 	if err := q.err(); err != nil {
 		return err
@@ -228,7 +252,7 @@ func (s *Server) removeExclusion(c echo.Context) error { return s.changeExclusio
 // workflow, restarts the crawlers with the new config and, on add, drops
 // queued URLs the exclusion matches.
 func (s *Server) changeExclusion(c echo.Context, add bool) error {
-	re, err := regexParam(c, true)
+	re, err := exclusionParam(c)
 	if err != nil {
 		return err
 	}
@@ -244,15 +268,24 @@ func (s *Server) changeExclusion(c echo.Context, add bool) error {
 	case !changed:
 		return badRequest("exclusion_not_found")
 	}
+	configJSON, err := crawlerConfigJSON(cfg)
+	if err != nil {
+		return err
+	}
+	// Refuse an exclusion the config cannot take before changing anything.
+	var v validator
+	if len(cfg.Exclude.Values) > maxPatterns {
+		v.add(fmt.Sprintf("a crawl config takes at most %d exclusions", maxPatterns), "value_error.list.max_items", "query", "regex")
+	}
+	v.configSize(configJSON, "query", "regex")
+	if err := v.err(); err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	if err := s.updateWorkflowExclusion(c, crawl, regex, add); err != nil {
 		return err
 	}
 	if err := s.store.SetCrawlConfig(ctx, crawl.OID, crawl.ID, cfg); err != nil {
-		return err
-	}
-	configJSON, err := crawlerConfigJSON(cfg)
-	if err != nil {
 		return err
 	}
 	if err := s.launcher.RestartCrawl(ctx, crawl.ID, configJSON); err != nil && !errors.Is(err, k8s.ErrCrawlJobNotFound) {

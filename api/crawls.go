@@ -336,8 +336,13 @@ func (s *Server) deleteItems(c echo.Context, keep func(*store.Crawl) bool, noneD
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
+	var v validator
 	if in.CrawlIDs == nil {
-		return validationError{missingField("body", "crawl_ids")}
+		v.missing("body", "crawl_ids")
+	}
+	v.maxItems(len(in.CrawlIDs), maxIDList, "body", "crawl_ids")
+	if err := v.err(); err != nil {
+		return err
 	}
 	ctx, org, user := c.Request().Context(), currentOrg(c), currentUser(c)
 	ids := slices.Compact(slices.Sorted(slices.Values(in.CrawlIDs)))

@@ -147,7 +147,9 @@ func (s *Server) relaunchOrphans(ctx context.Context) error {
 func (s *Server) crawlJobSpec(ctx context.Context, org *store.Org, wf *store.CrawlConfig, crawl *store.Crawl) (trawlerv1.CrawlJobSpec, error) {
 	storageName, storagePath := s.orgStorage(org)
 	filename := wf.CrawlFilenameTemplate
-	if filename == "" {
+	// A template saved before templates were checked may point outside
+	// the org's folder; such a crawl gets the default name instead.
+	if filename == "" || storageNameProblem(filename) != "" {
 		filename = s.cfg.DefaultFilenameTemplate
 	}
 	spec := trawlerv1.CrawlJobSpec{

@@ -273,14 +273,13 @@ func (q *query) bool(name string) *bool {
 	return &b
 }
 
+// page reads page and pageSize. The skip they make, (page-1)*pageSize,
+// stays within maxSkip, so it can neither overflow nor ask the database
+// to walk a billion documents.
 func (q *query) page() page {
 	p := page{Page: q.int("page", 1), PageSize: q.int("pageSize", 1000)}
-	if p.Page < 1 {
-		q.v.between(int64(p.Page), 1, 1<<31, "query", "page")
-	}
-	if p.PageSize < 1 {
-		q.v.between(int64(p.PageSize), 1, 1<<31, "query", "pageSize")
-	}
+	q.v.between(int64(p.PageSize), 1, maxPageSize, "query", "pageSize")
+	q.v.between(int64(p.Page), 1, int64(maxSkip/max(p.PageSize, 1)+1), "query", "page")
 	return p
 }
 

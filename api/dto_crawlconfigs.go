@@ -1,7 +1,10 @@
 package api
 
 import (
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,7 +30,8 @@ type crawlConfigIn struct {
 	CrawlFilenameTemplate *string      `json:"crawlFilenameTemplate"`
 }
 
-// validate checks in against upstream's model; maxScale bounds scale.
+// validate checks in against upstream's model and trawler's bounds;
+// maxScale bounds scale.
 func (in *crawlConfigIn) validate(maxScale int) error {
 	var v validator
 	if in.Name == nil {
@@ -38,36 +42,61 @@ func (in *crawlConfigIn) validate(maxScale int) error {
 	} else {
 		in.Config.validate(&v, "body", "config")
 	}
-	validateWorkflowSettings(&v, in.Schedule, in.JobType, in.Scale, in.CrawlTimeout, in.MaxCrawlSize, maxScale)
+	validateMetadata(&v, in.Name, in.Description, in.Tags)
+	validateWorkflowSettings(&v, workflowSettings{schedule: in.Schedule, jobType: in.JobType, scale: in.Scale,
+		timeout: in.CrawlTimeout, size: in.MaxCrawlSize, filenameTemplate: in.CrawlFilenameTemplate}, maxScale)
 	validateUUIDs(&v, in.AutoAddCollections, "body", "autoAddCollections")
 	return v.err()
 }
 
-// validateWorkflowSettings checks the fields create and PATCH share.
-func validateWorkflowSettings(v *validator, schedule, jobType *string, scale *int, timeout, size *int64, maxScale int) {
-	if schedule != nil && *schedule != "" {
-		if _, err := cronParser.Parse(*schedule); err != nil {
-			v.add("invalid cron schedule: "+err.Error(), "value_error.schedule", "body", "schedule")
+// validateMetadata checks the lengths of a workflow's or crawl's name,
+// description and tags.
+func validateMetadata(v *validator, name, description *string, tags []string) {
+	if name != nil {
+		v.maxLen(*name, maxNameLen, "body", "name")
+	}
+	if description != nil {
+		v.maxLen(*description, maxDescriptionLen, "body", "description")
+	}
+	v.tags(tags, "body", "tags")
+}
+
+// workflowSettings are the fields create and PATCH share (nil: absent).
+type workflowSettings struct {
+	schedule, jobType, filenameTemplate *string
+	scale                               *int
+	timeout, size                       *int64
+}
+
+// validateWorkflowSettings checks the settings create and PATCH share.
+func validateWorkflowSettings(v *validator, w workflowSettings, maxScale int) {
+	if w.schedule != nil {
+		if err := checkSchedule(*w.schedule); err != nil {
+			v.add(err.Error(), "value_error.schedule", "body", "schedule")
 		}
 	}
-	if jobType != nil {
-		v.oneOf(*jobType, jobTypes, "body", "jobType")
+	if w.jobType != nil {
+		v.oneOf(*w.jobType, jobTypes, "body", "jobType")
 	}
-	if scale != nil {
-		v.between(int64(*scale), 1, int64(maxScale), "body", "scale")
+	if w.scale != nil {
+		v.between(int64(*w.scale), 1, int64(maxScale), "body", "scale")
 	}
-	if timeout != nil && *timeout < 0 {
-		v.between(*timeout, 0, 0, "body", "crawlTimeout")
+	if w.timeout != nil {
+		v.between(*w.timeout, 0, maxCrawlTimeout, "body", "crawlTimeout")
 	}
-	if size != nil && *size < 0 {
-		v.between(*size, 0, 0, "body", "maxCrawlSize")
+	if w.size != nil && *w.size < 0 {
+		v.between(*w.size, 0, 0, "body", "maxCrawlSize")
+	}
+	if w.filenameTemplate != nil {
+		v.storageName(*w.filenameTemplate, maxFilenameTemplateLen, "body", "crawlFilenameTemplate")
 	}
 }
 
 func validateUUIDs(v *validator, ids []string, loc ...any) {
+	v.maxItems(len(ids), maxIDList, loc...)
 	for i, id := range ids {
 		if _, err := uuid.Parse(id); err != nil {
-			v.add("value is not a valid uuid", "type_error.uuid", append(append([]any{}, loc...), i)...)
+			v.add("value is not a valid uuid", "type_error.uuid", at(loc, i)...)
 		}
 	}
 }
@@ -81,9 +110,39 @@ func parseUUIDs(ids []string) []uuid.UUID {
 	return out
 }
 
-// cronParser reads the standard five-field cron schedules upstream's
-// CronJobs took.
+// cronParser reads the standard five-field cron schedules (and the
+// @hourly-style descriptors) that upstream's Kubernetes CronJobs took.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// checkSchedule accepts "" (no schedule) and five-field cron schedules,
+// which run at most once a minute: "@every", which can be any shorter
+// interval, and a time-zone prefix, which upstream's CronJobs did not
+// take, are refused.
+func checkSchedule(schedule string) error {
+	s := strings.TrimSpace(schedule)
+	switch {
+	case s == "":
+		return nil
+	case strings.HasPrefix(strings.ToLower(s), "@every"):
+		return errors.New("invalid cron schedule: @every is not supported; use five fields (minute hour day-of-month month day-of-week), at most once a minute")
+	case strings.HasPrefix(s, "TZ=") || strings.HasPrefix(s, "CRON_TZ="):
+		return errors.New("invalid cron schedule: a time zone is not supported; schedules run in UTC")
+	}
+	if _, err := cronParser.Parse(s); err != nil {
+		return fmt.Errorf("invalid cron schedule: %w", err)
+	}
+	return nil
+}
+
+// parseSchedule is the cron schedule of a stored, non-empty schedule;
+// one saved before schedules were checked (e.g. "@every 1s") is refused
+// like an unparsable one.
+func parseSchedule(schedule string) (cron.Schedule, error) {
+	if err := checkSchedule(schedule); err != nil {
+		return nil, err
+	}
+	return cronParser.Parse(schedule)
+}
 
 // toStoreCrawlConfig builds a new workflow from a validated request.
 func toStoreCrawlConfig(in *crawlConfigIn, oid, by uuid.UUID, now time.Time) *store.CrawlConfig {
@@ -133,7 +192,9 @@ func (in *crawlConfigUpdateIn) validate(maxScale int) error {
 	if in.Config.given() {
 		in.Config.Value.validate(&v, "body", "config")
 	}
-	validateWorkflowSettings(&v, in.Schedule.ptr(), nil, in.Scale.ptr(), in.CrawlTimeout.ptr(), in.MaxCrawlSize.ptr(), maxScale)
+	validateMetadata(&v, in.Name.ptr(), in.Description.ptr(), in.Tags.Value)
+	validateWorkflowSettings(&v, workflowSettings{schedule: in.Schedule.ptr(), scale: in.Scale.ptr(),
+		timeout: in.CrawlTimeout.ptr(), size: in.MaxCrawlSize.ptr(), filenameTemplate: in.CrawlFilenameTemplate.ptr()}, maxScale)
 	if in.Scale.Set && in.Scale.Null {
 		v.notNull("body", "scale")
 	}

@@ -152,6 +152,7 @@ type crawlUpdateIn struct {
 
 func (in *crawlUpdateIn) validate() error {
 	var v validator
+	validateMetadata(&v, in.Name.ptr(), in.Description.ptr(), in.Tags.Value)
 	validateUUIDs(&v, in.CollectionIDs.Value, "body", "collectionIds")
 	return v.err()
 }

@@ -121,6 +121,8 @@ func validateOrgName(name *string) error {
 		v.missing("body", "name")
 	} else if *name == "" {
 		v.add("ensure this value has at least 1 characters", "value_error.any_str.min_length", "body", "name")
+	} else {
+		v.maxLen(*name, maxNameLen, "body", "name")
 	}
 	return v.err()
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/trawlerhq/trawler/store"
 )
@@ -57,6 +58,15 @@ func (s *sitemapIn) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// url is the sitemap URL, when one was given instead of a boolean.
+func (s *sitemapIn) url() (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	u, ok := s.value.(string)
+	return u, ok
+}
+
 // seedIn is one seed as sent by clients (a bare string is a 422).
 type seedIn struct {
 	URL       *string    `json:"url"`
@@ -92,25 +102,66 @@ type rawConfigIn struct {
 	Behaviors       *string    `json:"behaviors"`
 }
 
-// validate checks the config; loc is its path in the body.
+// validate checks the config; loc is its path in the body. Regexes are
+// checked with the crawler's own rules (JavaScript), so a config the
+// crawler would exit on is refused here.
 func (in *rawConfigIn) validate(v *validator, loc ...any) {
-	at := func(more ...any) []any { return append(append([]any{}, loc...), more...) }
 	if in.Seeds == nil {
-		v.missing(at("seeds")...)
+		v.missing(at(loc, "seeds")...)
 	}
+	v.maxItems(len(in.Seeds), maxSeeds, at(loc, "seeds")...)
 	for i, sd := range in.Seeds {
+		sl := at(loc, "seeds", i)
 		switch {
 		case sd.URL == nil:
-			v.missing(at("seeds", i, "url")...)
+			v.missing(at(sl, "url")...)
+		case utf8.RuneCountInString(*sd.URL) > maxURLLen:
+			v.maxLen(*sd.URL, maxURLLen, at(sl, "url")...)
 		case !isHTTPURL(*sd.URL):
-			v.add("invalid or missing URL scheme", "value_error.url.scheme", at("seeds", i, "url")...)
+			v.add("invalid or missing URL scheme", "value_error.url.scheme", at(sl, "url")...)
 		}
 		if sd.ScopeType != nil {
-			v.oneOf(*sd.ScopeType, scopeTypes, at("seeds", i, "scopeType")...)
+			v.oneOf(*sd.ScopeType, scopeTypes, at(sl, "scopeType")...)
 		}
+		v.patterns(sd.Include.Values, at(sl, "include")...)
+		v.patterns(sd.Exclude.Values, at(sl, "exclude")...)
+		if s, ok := sd.Sitemap.url(); ok {
+			v.maxLen(s, maxURLLen, at(sl, "sitemap")...)
+		}
+		v.nonNegative(sd.ExtraHops, at(sl, "extraHops")...)
+		v.atLeast(sd.Depth, -1, at(sl, "depth")...)
 	}
 	if in.ScopeType != nil {
-		v.oneOf(*in.ScopeType, scopeTypes, at("scopeType")...)
+		v.oneOf(*in.ScopeType, scopeTypes, at(loc, "scopeType")...)
+	}
+	v.patterns(in.Include.Values, at(loc, "include")...)
+	v.patterns(in.Exclude.Values, at(loc, "exclude")...)
+	v.atLeast(in.Depth, -1, at(loc, "depth")...)
+	for _, f := range []struct {
+		name string
+		n    *int
+	}{{"limit", in.Limit}, {"extraHops", in.ExtraHops}, {"behaviorTimeout", in.BehaviorTimeout},
+		{"pageLoadTimeout", in.PageLoadTimeout}, {"pageExtraDelay", in.PageExtraDelay}} {
+		v.nonNegative(f.n, at(loc, f.name)...)
+	}
+	v.atLeast(in.Workers, 1, at(loc, "workers")...)
+	for _, f := range []struct {
+		name string
+		s    *string
+	}{{"lang", in.Lang}, {"logging", in.Logging}, {"behaviors", in.Behaviors}} {
+		if f.s != nil {
+			v.maxLen(*f.s, maxShortString, at(loc, f.name)...)
+		}
+	}
+}
+
+// nonNegative checks an optional count or duration.
+func (v *validator) nonNegative(n *int, loc ...any) { v.atLeast(n, 0, loc...) }
+
+// atLeast checks an optional number's lower bound.
+func (v *validator) atLeast(n *int, lo int, loc ...any) {
+	if n != nil && *n < lo {
+		v.between(int64(*n), int64(lo), int64(*n), loc...)
 	}
 }
 

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"regexp"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/trawlerhq/trawler/crawlredis"
+	"github.com/trawlerhq/trawler/jsregex"
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/store"
 )
@@ -121,7 +121,7 @@ func memberURL(member string) string {
 }
 
 // queue is GET /queue: a page of queued URLs and those matching re.
-func (l *liveCrawls) queue(ctx context.Context, crawlID string, offset, count int64, re *regexp.Regexp) (queueOut, error) {
+func (l *liveCrawls) queue(ctx context.Context, crawlID string, offset, count int64, re *jsregex.Regexp) (queueOut, error) {
 	out := queueOut{Results: []string{}, Matched: []string{}}
 	err := l.with(ctx, crawlID, func(ctx context.Context, r *redis.Client) error {
 		total, members, err := queuePage(ctx, r, crawlID, offset, count)
@@ -162,7 +162,7 @@ func scanQueue(ctx context.Context, r *redis.Client, crawlID string, fn func(mem
 }
 
 // matchAll is GET /queueMatchAll: every queued URL matching re.
-func (l *liveCrawls) matchAll(ctx context.Context, crawlID string, re *regexp.Regexp) (queueMatchOut, error) {
+func (l *liveCrawls) matchAll(ctx context.Context, crawlID string, re *jsregex.Regexp) (queueMatchOut, error) {
 	out := queueMatchOut{Matched: []string{}}
 	err := l.with(ctx, crawlID, func(ctx context.Context, r *redis.Client) error {
 		var err error
@@ -179,7 +179,7 @@ func (l *liveCrawls) matchAll(ctx context.Context, crawlID string, re *regexp.Re
 
 // removeMatching drops queued URLs matching a new exclusion from the
 // queue and from the seen set, and returns how many it removed.
-func (l *liveCrawls) removeMatching(ctx context.Context, crawlID string, re *regexp.Regexp) (int, error) {
+func (l *liveCrawls) removeMatching(ctx context.Context, crawlID string, re *jsregex.Regexp) (int, error) {
 	var matched []string
 	err := l.with(ctx, crawlID, func(ctx context.Context, r *redis.Client) error {
 		if _, err := scanQueue(ctx, r, crawlID, func(m string) error {

@@ -157,6 +157,14 @@ func (s *Server) addOrgUser(c echo.Context) error {
 	}
 	if in.Password == nil {
 		v.missing("body", "password")
+	} else {
+		v.maxLen(*in.Password, 1024, "body", "password")
+	}
+	if in.Email != nil {
+		v.maxLen(*in.Email, maxShortString, "body", "email")
+	}
+	if in.Name != nil {
+		v.maxLen(*in.Name, maxNameLen, "body", "name")
 	}
 	validateRole(&v, in.Role)
 	if err := v.err(); err != nil {

@@ -28,6 +28,9 @@ type Scheduler struct {
 	srv    *Server
 	rescan time.Duration
 	reload chan struct{}
+	// parse turns a stored schedule into cron times (parseSchedule;
+	// tests substitute a faster clockwork).
+	parse func(spec string) (cron.Schedule, error)
 
 	mu      sync.Mutex
 	cron    *cron.Cron
@@ -42,7 +45,7 @@ type scheduleEntry struct {
 }
 
 func newScheduler(srv *Server, rescan time.Duration) *Scheduler {
-	return &Scheduler{srv: srv, rescan: rescan, reload: make(chan struct{}, 1)}
+	return &Scheduler{srv: srv, rescan: rescan, reload: make(chan struct{}, 1), parse: parseSchedule}
 }
 
 // Scheduler is the server's cron scheduler, for main to start and stop
@@ -57,7 +60,7 @@ func (sc *Scheduler) Start(ctx context.Context) error {
 	if sc.cron != nil {
 		return nil
 	}
-	sc.cron = cron.New(cron.WithLocation(time.UTC), cron.WithParser(cronParser))
+	sc.cron = cron.New(cron.WithLocation(time.UTC))
 	sc.entries = map[uuid.UUID]scheduleEntry{}
 	if err := sc.syncLocked(ctx); err != nil {
 		sc.cron = nil
@@ -140,11 +143,12 @@ func (sc *Scheduler) syncLocked(ctx context.Context) error {
 			continue
 		}
 		oid := wf.OID
-		id, err := sc.cron.AddFunc(wf.Schedule, func() { sc.fire(oid, cid) })
+		schedule, err := sc.parse(wf.Schedule)
 		if err != nil {
 			sc.srv.log.Warn("skipping invalid schedule", "workflow", cid, "schedule", wf.Schedule, "err", err)
 			continue
 		}
+		id := sc.cron.Schedule(schedule, cron.FuncJob(func() { sc.fire(oid, cid) }))
 		sc.entries[cid] = scheduleEntry{spec: wf.Schedule, id: id}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/robfig/cron/v3"
 
 	"github.com/trawlerhq/trawler/store"
 )
@@ -27,15 +28,25 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 	}
 }
 
+// everySecond stands in for the cron clockwork in tests: every schedule
+// the product accepts fires each second instead of each minute or more.
+func everySecond(spec string) (cron.Schedule, error) {
+	if _, err := parseSchedule(spec); err != nil {
+		return nil, err
+	}
+	return cron.Every(time.Second), nil
+}
+
 func TestScheduler(t *testing.T) {
 	e := newEnv(t)
 	sched := e.srv.Scheduler()
+	sched.parse = everySecond
 	if err := sched.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	defer sched.Stop()
-	body := workflowBody("every second", false)
-	body["schedule"] = "@every 1s"
+	body := workflowBody("every minute", false)
+	body["schedule"] = "* * * * *"
 	cid := e.createWorkflow(asCrawler, body)["id"].(string)
 
 	waitFor(t, "a scheduled crawl", 10*time.Second, func() bool { return len(e.crawlsOf(cid)) >= 1 })
@@ -89,7 +100,7 @@ func TestScheduler(t *testing.T) {
 		map[string]any{"$set": map[string]any{"bytesStored": 5}}); err != nil {
 		t.Fatal(err)
 	}
-	e.mustJSON(asCrawler, "PATCH", e.orgPath("/crawlconfigs/"+cid), map[string]any{"schedule": "@every 1s"}, 200)
+	e.mustJSON(asCrawler, "PATCH", e.orgPath("/crawlconfigs/"+cid), map[string]any{"schedule": "*/2 * * * *"}, 200)
 	time.Sleep(2500 * time.Millisecond)
 	if got := len(e.crawlsOf(cid)); got != n {
 		t.Fatalf("%d crawls with a full org, want %d", got, n)
@@ -111,12 +122,13 @@ func TestSchedulerRescan(t *testing.T) {
 	cfg := testConfig()
 	cfg.ScheduleRescan = 300 * time.Millisecond
 	leader := New(cfg, e.deps())
+	leader.Scheduler().parse = everySecond
 	if err := leader.Scheduler().Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	defer leader.Scheduler().Stop()
 	body := workflowBody("elsewhere", false)
-	body["schedule"] = "@every 1s"
+	body["schedule"] = "* * * * *"
 	cid := e.createWorkflow(asCrawler, body)["id"].(string) // through e.srv, not the leader
 	waitFor(t, "a crawl started by the leader", 5*time.Second, func() bool { return len(e.crawlsOf(cid)) >= 1 })
 }

@@ -46,6 +46,9 @@ func (l *Launcher) LaunchCrawl(ctx context.Context, req CrawlRequest) error {
 	if id == "" {
 		return errors.New("launching crawl: empty crawl id")
 	}
+	if err := CheckCrawlConfigSize(req.ConfigJSON); err != nil {
+		return fmt.Errorf("launching crawl %s: %w", id, err)
+	}
 	labels := map[string]string{
 		LabelCrawl:       id,
 		LabelOrg:         req.Spec.OID,
@@ -138,6 +141,9 @@ func (l *Launcher) ScaleCrawl(ctx context.Context, crawlID string, scale int32) 
 // they read it. restartTime is RFC 3339 with nanoseconds: two restarts
 // within one second must still differ.
 func (l *Launcher) RestartCrawl(ctx context.Context, crawlID string, configJSON []byte) error {
+	if err := CheckCrawlConfigSize(configJSON); err != nil {
+		return fmt.Errorf("restarting crawl %s: %w", crawlID, err)
+	}
 	name := CrawlConfigMapName(crawlID)
 	patch, err := json.Marshal(map[string]any{"data": map[string]string{ConfigMapKey: string(configJSON)}})
 	if err != nil {

@@ -264,3 +264,24 @@ func TestFakeClientsetStatusUpdate(t *testing.T) {
 		t.Fatalf("status = %+v, %v", got.Status, err)
 	}
 }
+
+// Kubernetes refuses a ConfigMap over 1 MiB; the launcher says so before
+// creating anything, in terms the API can map.
+func TestLaunchRefusesAConfigTooLargeForAConfigMap(t *testing.T) {
+	ctx := context.Background()
+	l, kube, trawler := newFakeLauncher()
+	req := testRequest("big")
+	req.ConfigJSON = make([]byte, MaxConfigMapBytes)
+	if err := l.LaunchCrawl(ctx, req); !errors.Is(err, ErrConfigTooLarge) {
+		t.Fatalf("launch: %v, want ErrConfigTooLarge", err)
+	}
+	if err := l.RestartCrawl(ctx, "big", req.ConfigJSON); !errors.Is(err, ErrConfigTooLarge) {
+		t.Fatalf("restart: %v, want ErrConfigTooLarge", err)
+	}
+	if len(kube.Actions()) != 0 || len(trawler.Actions()) != 0 {
+		t.Fatalf("calls made: %v %v", kube.Actions(), trawler.Actions())
+	}
+	if err := CheckCrawlConfigSize(make([]byte, MaxConfigMapBytes-len(ConfigMapKey))); err != nil {
+		t.Fatalf("a config that fits: %v", err)
+	}
+}
