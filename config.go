@@ -37,6 +37,10 @@ var settings = []setting{
 	{"api.events_keepalive", 15 * time.Second, "longest silence of an event stream before a keep-alive comment (keep it at most 15s: proxies drop idle streams)"},
 
 	{"metrics.listen", "", "address of a listener serving only /metrics (Prometheus); empty = /metrics is served on api.listen"},
+	{"api.login_failures_per_account", 5, "failed logins an account may have in one api.login_failure_window; further attempts get 429 too_many_login_attempts until the window ends"},
+	{"api.login_failures_per_address", 50, "failed logins one client address may have in one api.login_failure_window (the address behind proxies on private networks, from X-Forwarded-For)"},
+	{"api.login_failure_window", 15 * time.Minute, "the fixed window the login failure limits count in (counters live in MongoDB, shared by every replica)"},
+	{"api.password_hash_concurrency", 0, "bcrypt hashes and checks that may run at once, so logins cannot take every CPU from other requests (0 = half the CPUs, at least one)"},
 
 	{"operator.enabled", true, "run the operator and the crawl scheduler (leader only)"},
 	{"operator.workers", 16, "CrawlJobs reconciled in parallel"},

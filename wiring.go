@@ -62,6 +62,10 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 		PresignDuration:            time.Duration(v.GetInt("storage.presign_duration_minutes")) * time.Minute,
 		EventsPollInterval:         v.GetDuration("api.events_poll_interval"),
 		EventsKeepAlive:            v.GetDuration("api.events_keepalive"),
+		LoginFailuresPerAccount:    v.GetInt("api.login_failures_per_account"),
+		LoginFailuresPerAddress:    v.GetInt("api.login_failures_per_address"),
+		LoginFailureWindow:         v.GetDuration("api.login_failure_window"),
+		PasswordHashConcurrency:    v.GetInt("api.password_hash_concurrency"),
 		Logger:                     logger,
 	}, nil
 }

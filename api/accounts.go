@@ -125,7 +125,7 @@ func (s *Server) register(c echo.Context) error {
 	if name == "" {
 		name = email
 	}
-	hash, err := hashPassword(*in.Password)
+	hash, err := s.passwords.hash(ctx, *in.Password)
 	if err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ func (s *Server) resetPassword(c echo.Context) error {
 	if !u.IsActive || !hmacEqual(claims.PasswordFgp, s.passwordFingerprint(u)) {
 		return bad
 	}
-	hash, err := hashPassword(*in.Password)
+	hash, err := s.passwords.hash(ctx, *in.Password)
 	if err != nil {
 		return err
 	}
@@ -365,7 +365,7 @@ func (s *Server) applyUserUpdate(c echo.Context, u *store.User, in userUpdateIn)
 		upd.Name, u.Name = store.Some(*in.Name), *in.Name
 	}
 	if in.Password != nil {
-		hash, err := hashPassword(*in.Password)
+		hash, err := s.passwords.hash(c.Request().Context(), *in.Password)
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/store"
@@ -113,40 +112,74 @@ type loginIn struct {
 	Password string
 }
 
+// maxLoginFormBytes bounds the login form; its two fields are short.
+const maxLoginFormBytes = 64 << 10
+
+// maxPasswordLen bounds passwords (bcrypt reads only their first 72 bytes).
+const maxPasswordLen = 1024
+
 func decodeLogin(c echo.Context) (loginIn, error) {
 	r := c.Request()
+	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxLoginFormBytes)
 	if err := r.ParseForm(); err != nil {
 		return loginIn{}, validationError{{Loc: []any{"body"}, Msg: "invalid form body", Type: "value_error"}}
 	}
 	in := loginIn{Username: r.PostForm.Get("username"), Password: r.PostForm.Get("password")}
-	var verr validationError
-	for _, f := range []struct{ name, val string }{{"username", in.Username}, {"password", in.Password}} {
+	var v validator
+	for _, f := range []struct {
+		name, val string
+		limit     int
+	}{{"username", in.Username, maxShortString}, {"password", in.Password, maxPasswordLen}} {
 		if _, ok := r.PostForm[f.name]; !ok {
-			verr = append(verr, missingField("body", f.name))
+			v.missing("body", f.name)
 		}
+		v.maxLen(f.val, f.limit, "body", f.name)
 	}
 	if gt, ok := r.PostForm["grant_type"]; ok && gt[0] != "password" {
-		verr = append(verr, fieldError{Loc: []any{"body", "grant_type"},
-			Msg: `string does not match regex "password"`, Type: "value_error.str.regex"})
+		v.add(`string does not match regex "password"`, "value_error.str.regex", "body", "grant_type")
 	}
-	if verr != nil {
-		return loginIn{}, verr
+	if err := v.err(); err != nil {
+		return loginIn{}, err
 	}
 	return in, nil
 }
 
-// login checks the e-mail and password and issues a token.
+// login checks the e-mail and password and issues a token. Attempts are
+// throttled per account and per client address (429
+// too_many_login_attempts, as upstream), an unknown or inactive account
+// costs the same bcrypt time as a wrong password, and bcrypt runs in the
+// bounded slots of s.passwords.
 func (s *Server) login(c echo.Context) error {
 	in, err := decodeLogin(c)
 	if err != nil {
 		return err
 	}
-	u, err := s.store.GetUserByEmail(c.Request().Context(), in.Username)
+	ctx := c.Request().Context()
+	attempt, err := s.logins.begin(ctx, in.Username, c.RealIP())
+	var tooMany errTooManyLogins
+	if errors.As(err, &tooMany) {
+		return tooManyLogins(c.Response().Header(), tooMany)
+	}
+	if err != nil {
+		return err
+	}
+	u, err := s.store.GetUserByEmail(ctx, in.Username)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	if u == nil || !u.IsActive || bcrypt.CompareHashAndPassword([]byte(u.HashedPassword), []byte(in.Password)) != nil {
+	hash := ""
+	if u != nil {
+		hash = u.HashedPassword
+	}
+	ok, err := s.passwords.check(ctx, hash, in.Password)
+	if err != nil {
+		return err
+	}
+	if !ok || !u.IsActive {
 		return badRequest("LOGIN_BAD_CREDENTIALS")
+	}
+	if err := s.logins.succeeded(ctx, attempt); err != nil {
+		return err
 	}
 	tok, err := s.issueToken(u.ID)
 	if err != nil {
@@ -168,21 +201,6 @@ func (s *Server) refresh(c echo.Context) error {
 // upstream's library does.
 func (s *Server) logout(c echo.Context) error { return c.JSON(http.StatusOK, struct{}{}) }
 
-// hashPassword is bcrypt at the library's default cost.
-func hashPassword(pw string) (string, error) {
-	// bcrypt rejects passwords over 72 bytes; upstream's passlib silently
-	// truncates, so do the same rather than refuse an existing password.
-	b := []byte(pw)
-	if len(b) > 72 {
-		b = b[:72]
-	}
-	h, err := bcrypt.GenerateFromPassword(b, bcrypt.DefaultCost)
-	if err != nil {
-		return "", fmt.Errorf("hashing password: %w", err)
-	}
-	return string(h), nil
-}
-
 // Bootstrap creates or updates the superuser (its password is reset to
 // the configured one on every start) and creates the default org when
 // none exists. main runs it once the store is reachable.
@@ -197,7 +215,7 @@ func (s *Server) bootstrapSuperuser(ctx context.Context) error {
 	if s.cfg.SuperuserEmail == "" {
 		return nil
 	}
-	hash, err := hashPassword(s.cfg.SuperuserPassword)
+	hash, err := s.passwords.hash(ctx, s.cfg.SuperuserPassword)
 	if err != nil {
 		return err
 	}

@@ -93,6 +93,7 @@ type Store interface {
 	CollectionStore
 	ProfileStore
 	CrawlFeedStore
+	LoginThrottle
 }
 
 // ProfileStore reads and writes browser profiles.

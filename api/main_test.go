@@ -148,10 +148,11 @@ func testConfig() Config {
 		SuperuserEmail: "admin@example.com", SuperuserPassword: "PASSW0RD!",
 		DefaultOrgName:             "My Organization",
 		DefaultBehaviorTimeSeconds: 300, DefaultPageLoadTimeSeconds: 120,
-		ScheduleRescan:     30 * time.Second,
-		EventsPollInterval: 500 * time.Millisecond,
-		EventsKeepAlive:    15 * time.Second,
-		Logger:             slog.New(slog.NewTextHandler(io.Discard, nil)),
+		ScheduleRescan:          30 * time.Second,
+		EventsPollInterval:      500 * time.Millisecond,
+		EventsKeepAlive:         15 * time.Second,
+		Logger:                  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		LoginFailuresPerAccount: 5, LoginFailuresPerAddress: 50, LoginFailureWindow: 15 * time.Minute,
 	}
 }
 

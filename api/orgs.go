@@ -158,7 +158,7 @@ func (s *Server) addOrgUser(c echo.Context) error {
 	if in.Password == nil {
 		v.missing("body", "password")
 	} else {
-		v.maxLen(*in.Password, 1024, "body", "password")
+		v.maxLen(*in.Password, maxPasswordLen, "body", "password")
 	}
 	if in.Email != nil {
 		v.maxLen(*in.Email, maxShortString, "body", "email")
@@ -185,7 +185,7 @@ func (s *Server) addOrgUser(c echo.Context) error {
 }
 
 func (s *Server) createUser(c echo.Context, email, password, name string) (*store.User, error) {
-	hash, err := hashPassword(password)
+	hash, err := s.passwords.hash(c.Request().Context(), password)
 	if err != nil {
 		return nil, err
 	}

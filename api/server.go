@@ -79,6 +79,16 @@ type Config struct {
 	// EventsKeepAlive is the longest an event stream stays silent; a
 	// comment is sent then, so proxies and clients keep it open.
 	EventsKeepAlive time.Duration
+	// LoginFailuresPerAccount and LoginFailuresPerAddress are how many
+	// failed logins an account, and a client address, may have in one
+	// LoginFailureWindow before further attempts get 429s until the
+	// window ends.
+	LoginFailuresPerAccount int
+	LoginFailuresPerAddress int
+	LoginFailureWindow      time.Duration
+	// PasswordHashConcurrency is how many bcrypt hashes or checks may run
+	// at once (0: half the CPUs, at least one).
+	PasswordHashConcurrency int
 
 	// Logger receives request logs and 5xx details (default slog.Default()).
 	Logger *slog.Logger
@@ -138,6 +148,9 @@ type Server struct {
 	// background tracks e-mails being sent after their request answered.
 	background sync.WaitGroup
 
+	passwords *passwordHasher
+	logins    *loginLimiter
+
 	openAPIDoc openAPIDoc
 	scheduler  *Scheduler
 
@@ -180,6 +193,10 @@ func New(cfg Config, deps Deps) *Server {
 		browserPods: newBrowserPods(cfg.CrawlerNamespace, cfg.ClusterDomain, deps.BrowserDialer),
 		metrics:     metrics,
 		streamsDone: make(chan struct{}),
+
+		passwords: newPasswordHasher(cfg.PasswordHashConcurrency),
+		logins: &loginLimiter{store: deps.Store, clock: deps.Clock, window: cfg.LoginFailureWindow,
+			perAccount: int64(cfg.LoginFailuresPerAccount), perAddress: int64(cfg.LoginFailuresPerAddress)},
 	}
 	if s.mail == nil {
 		s.mail = logMailer{log: cfg.Logger}
@@ -187,6 +204,10 @@ func New(cfg Config, deps Deps) *Server {
 	s.feeds = newCrawlFeeds(deps.Store, s.redis, cfg.EventsPollInterval, cfg.Logger, metrics)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	// The client address behind trusted proxies (loopback, link-local and
+	// private networks, where ingress controllers live): the rightmost
+	// X-Forwarded-For entry that is not one of them, else the peer.
+	e.IPExtractor = echo.ExtractIPFromXFFHeader()
 	e.HTTPErrorHandler = s.handleError
 	// Every route answers with or without a trailing slash, by rewriting
 	// the path before routing (no redirect: clients POST to both forms).

@@ -17,8 +17,8 @@ import (
 )
 
 // Collection names, as upstream (Browsertrix) names them, plus trawler's own
-// crawl_errors and crawl_usage. Webhook notifications live in "webhooks",
-// as upstream.
+// crawl_errors, crawl_usage and login_attempts. Webhook notifications live
+// in "webhooks", as upstream.
 const (
 	collUsers       = "users"
 	collOrgs        = "organizations"
@@ -31,6 +31,8 @@ const (
 	collInvites     = "invites"
 	collWebhooks    = "webhooks"
 	collProfiles    = "profiles"
+	// collLoginAttempts holds trawler's login throttle counters.
+	collLoginAttempts = "login_attempts"
 )
 
 // Mongo is the MongoDB implementation of the store. It is safe for
