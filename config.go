@@ -41,6 +41,10 @@ var settings = []setting{
 	{"api.login_failures_per_address", 50, "failed logins one client address may have in one api.login_failure_window (the address behind proxies on private networks, from X-Forwarded-For)"},
 	{"api.login_failure_window", 15 * time.Minute, "the fixed window the login failure limits count in (counters live in MongoDB, shared by every replica)"},
 	{"api.password_hash_concurrency", 0, "bcrypt hashes and checks that may run at once, so logins cannot take every CPU from other requests (0 = half the CPUs, at least one)"},
+	{"api.read_header_timeout", 10 * time.Second, "time a client has to send a request's headers"},
+	{"api.read_timeout", 60 * time.Second, "time a client has to send a whole request, body included (streaming routes are exempt)"},
+	{"api.write_timeout", 60 * time.Second, "time the server has to read a request and write its response (streaming routes such as log and download streams are exempt)"},
+	{"api.idle_timeout", 120 * time.Second, "how long an idle keep-alive connection is kept open"},
 
 	{"operator.enabled", true, "run the operator and the crawl scheduler (leader only)"},
 	{"operator.workers", 16, "CrawlJobs reconciled in parallel"},
@@ -82,6 +86,7 @@ var settings = []setting{
 
 	{"mongo.uri", "mongodb://localhost:27017", "MongoDB connection string (add ?maxPoolSize=1 for FerretDB)"},
 	{"mongo.database", "browsertrixcloud", "database name"},
+	{"mongo.timeout", 5 * time.Second, "bound of every MongoDB operation the API and the operator make, server selection included; an API call during an outage answers 503 within it"},
 
 	{"kubernetes.kubeconfig", "", "kubeconfig path; empty = in-cluster config"},
 	{"kubernetes.install_crds", false, "create or update the CRDs at startup (the Helm chart installs them otherwise)"},

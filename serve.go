@@ -68,7 +68,8 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, v.GetString("mongo.uri"), v.GetString("mongo.database"), store.WithMetrics(reg))
+	st, err := store.Open(ctx, v.GetString("mongo.uri"), v.GetString("mongo.database"), store.WithMetrics(reg),
+		store.WithTimeout(v.GetDuration("mongo.timeout")))
 	if err != nil {
 		return fmt.Errorf("opening store: %w", err)
 	}
@@ -227,7 +228,15 @@ func startHTTP(v *viper.Viper, apiSrv *api.Server, reg *prometheus.Registry, lis
 		if err != nil {
 			return "", fmt.Errorf("listening on %s: %w", addr, err)
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		// Every request gets whole-request read and write deadlines, so a
+		// client that sends or reads slowly cannot hold a connection
+		// forever; streaming routes lift them for themselves.
+		srv := &http.Server{Handler: h,
+			ReadHeaderTimeout: v.GetDuration("api.read_header_timeout"),
+			ReadTimeout:       v.GetDuration("api.read_timeout"),
+			WriteTimeout:      v.GetDuration("api.write_timeout"),
+			IdleTimeout:       v.GetDuration("api.idle_timeout"),
+		}
 		// Event streams never go idle: end them, or Shutdown waits for
 		// its whole timeout.
 		srv.RegisterOnShutdown(apiSrv.EndStreams)

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,6 +25,30 @@ const tokenAudience = "fastapi-users:auth"
 type tokenClaims struct {
 	UserID string `json:"user_id"`
 	jwt.RegisteredClaims
+}
+
+// UnmarshalJSON is strict where the jwt library is lenient: the time
+// claims (exp, nbf, iat) must be JSON numbers (RFC 7519's NumericDate),
+// not numeric strings.
+func (c *tokenClaims) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	for _, k := range []string{"exp", "nbf", "iat"} {
+		if v, ok := raw[k]; ok && !isJSONNumber(v) {
+			return fmt.Errorf("claim %s is not a number", k)
+		}
+	}
+	type plain tokenClaims // without this method
+	return json.Unmarshal(data, (*plain)(c))
+}
+
+// isJSONNumber reports a JSON number literal.
+func isJSONNumber(v json.RawMessage) bool {
+	var n json.Number
+	v = bytes.TrimSpace(v)
+	return len(v) > 0 && v[0] != '"' && json.Unmarshal(v, &n) == nil
 }
 
 // tokenOut is the body of a successful login or refresh.

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,8 +16,9 @@ import (
 	"github.com/trawlerhq/trawler/store"
 )
 
-// liveStatsTimeout bounds the Redis reads that freshen running crawls'
-// stats in a response; on timeout the stored stats are shown.
+// liveStatsTimeout is the budget of the Redis reads that freshen running
+// crawls' stats in a response (Server.liveStatsBudget); past it the
+// stored stats are shown.
 const liveStatsTimeout = time.Second
 
 // crawlParam loads the {crawl_id} crawl of the current org; other orgs'
@@ -36,21 +38,25 @@ func (s *Server) crawlParam(c echo.Context, anyType bool, notFoundDetail string)
 func crawlNotFoundID(id string) string { return "Crawl not found: " + id }
 
 // liveStats reads the Redis stats of the running crawls among crawls,
-// concurrently and within liveStatsTimeout; crawls whose Redis does not
-// answer keep their stored stats.
+// concurrently, and returns what it has within its budget: a crawl
+// whose Redis does not answer by then keeps its stored stats, and the
+// request never waits longer for it.
 func (s *Server) liveStats(ctx context.Context, crawls []store.Crawl) map[string]*store.CrawlStats {
-	ctx, cancel := context.WithTimeout(ctx, liveStatsTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.liveStatsBudget)
 	defer cancel()
 	var (
-		mu  sync.Mutex
-		wg  sync.WaitGroup
-		out = map[string]*store.CrawlStats{}
+		mu      sync.Mutex
+		pending int
+		out     = map[string]*store.CrawlStats{}
+		done    = make(chan struct{}, len(crawls))
 	)
 	for _, c := range crawls {
 		if !store.IsRunning(c.State) {
 			continue
 		}
-		wg.Go(func() {
+		pending++
+		go func() {
+			defer func() { done <- struct{}{} }()
 			st, err := s.redis.stats(ctx, c.ID)
 			if err != nil {
 				s.log.Debug("live crawl stats unavailable", "crawl", c.ID, "err", err)
@@ -59,10 +65,19 @@ func (s *Server) liveStats(ctx context.Context, crawls []store.Crawl) map[string
 			mu.Lock()
 			out[c.ID] = st
 			mu.Unlock()
-		})
+		}()
 	}
-	wg.Wait()
-	return out
+wait:
+	for ; pending > 0; pending-- {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			break wait // stragglers end on the same deadline; their results are dropped
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return maps.Clone(out)
 }
 
 // crawlRefs is what crawls are shown with besides their documents.

@@ -116,6 +116,10 @@ func statusOf(err error) (int, any) {
 		return http.StatusBadRequest, detailOr(err, "invalid")
 	case errors.Is(err, store.ErrForbidden):
 		return http.StatusForbidden, detailOr(err, detailNotAllowed)
+	case store.IsUnavailable(err):
+		// MongoDB is down or too slow: the store gave up within its
+		// timeout, and a retry may work.
+		return http.StatusServiceUnavailable, "service_unavailable"
 	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, errNoStorage):
 		return http.StatusServiceUnavailable, "storage_unavailable"
 	case errors.Is(err, storage.ErrNotFound):

@@ -46,6 +46,10 @@ func (l *liveCrawls) client(crawlID string) (*redis.Client, error) {
 	}
 	opts.Dialer, opts.MaxRetries, opts.PoolSize = l.dial, -1, 1
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = redisTimeout, redisTimeout, redisTimeout
+	// Without this go-redis ignores ctx deadlines shorter than the
+	// timeouts above, and a stalled Redis holds a caller with a smaller
+	// budget (live stats) for the full read timeout.
+	opts.ContextTimeoutEnabled = true
 	// A crawl's Redis is a plain redis-server: no client name to set, no
 	// maintenance notifications to ask for (a wasted round trip each).
 	opts.DisableIdentity = true

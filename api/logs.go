@@ -17,6 +17,9 @@ import (
 	"github.com/trawlerhq/trawler/store"
 )
 
+// jsonLines is the content type of crawl log streams.
+const jsonLines = "text/jsonl"
+
 // crawlLogs streams a finished crawl's log lines from the logs/ files
 // inside its WACZ files, merged by timestamp (each file is already in
 // order), as JSON lines, keeping only the levels and contexts asked for
@@ -39,7 +42,7 @@ func (s *Server) crawlLogs(c echo.Context) error {
 		return err
 	}
 	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "text/jsonl")
+	w.Header().Set(echo.HeaderContentType, jsonLines)
 	w.WriteHeader(http.StatusOK)
 	m := &logMerge{}
 	for _, st := range streams {

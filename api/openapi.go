@@ -97,9 +97,13 @@ func (g *schemaGen) operation(r route) map[string]any {
 			"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(in))}}}
 	}
 	ok := map[string]any{"description": "OK"}
-	if es, isStream := r.out.(eventStream); isStream {
-		ok["content"] = map[string]any{"text/event-stream": map[string]any{"schema": g.schema(reflect.TypeOf(es.data))}}
-	} else if r.out != nil {
+	switch out := r.out.(type) {
+	case nil:
+	case eventStream:
+		ok["content"] = map[string]any{"text/event-stream": map[string]any{"schema": g.schema(reflect.TypeOf(out.data))}}
+	case streamOut:
+		ok["content"] = map[string]any{out.contentType: map[string]any{"schema": map[string]any{"type": "string"}}}
+	default:
 		ok["content"] = map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(r.out))}}
 	}
 	errResp := map[string]any{"description": "Error", "content": map[string]any{"application/json": map[string]any{

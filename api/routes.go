@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 )
@@ -29,7 +30,7 @@ type route struct {
 	summary      string
 	tag          string
 	in           any      // request body type (nil: none); form bodies use formIn
-	out          any      // 200 response body type
+	out          any      // 200 response body type; streamed bodies use streamOut
 	query        []string // query parameters
 }
 
@@ -48,6 +49,37 @@ type binaryIn struct{}
 
 // multipartIn marks a multipart/form-data body of files in the named part.
 type multipartIn struct{ part string }
+
+// streamOut marks a route whose response is a stream (log lines,
+// downloads) of contentType: it may outlast the server's whole-request
+// read and write timeouts, which such a route lifts (liftDeadlines), as
+// an event stream does. A request body that streams in would get a
+// streamIn the same way.
+type streamOut struct{ contentType string }
+
+// middleware is what runs before a route's handler: deadlines first, then
+// the auth and org checks its access needs.
+func (s *Server) middleware(r route) []echo.MiddlewareFunc {
+	var mw []echo.MiddlewareFunc
+	if _, ok := r.out.(streamOut); ok || r.streaming() {
+		mw = append(mw, liftDeadlines)
+	}
+	return append(mw, s.accessMiddleware(r.access)...)
+}
+
+// liftDeadlines clears the connection's read and write deadlines, which
+// the HTTP server set from its timeouts for this request. The read one
+// matters too: the server's background read of an idle HTTP/1 connection
+// would hit it and cancel the stream.
+func liftDeadlines(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		rc := http.NewResponseController(c.Response())
+		// Writers without deadlines (tests' recorders) have none to lift.
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Time{})
+		return next(c)
+	}
+}
 
 // routes lists every endpoint. Paths are written without trailing slash;
 // the server accepts both forms.
@@ -136,7 +168,7 @@ func (s *Server) routes() []route {
 		{get, crawl + "/:crawl_id/queueMatchAll", accessOrgCrawler, s.crawlQueueMatchAll, "Queued URLs matching a regex", "crawls", nil, queueMatchOut{}, []string{"regex"}},
 		{post, crawl + "/:crawl_id/exclusions", accessOrgCrawler, s.addExclusion, "Add an exclusion to a running crawl", "crawls", nil, exclusionAddedOut{}, []string{"regex"}},
 		{del, crawl + "/:crawl_id/exclusions", accessOrgCrawler, s.removeExclusion, "Remove an exclusion", "crawls", nil, successOut{}, []string{"regex"}},
-		{get, crawl + "/:crawl_id/logs", accessOrgViewer, s.crawlLogs, "A finished crawl's logs (JSON lines)", "crawls", nil, nil, []string{"logLevel", "context"}},
+		{get, crawl + "/:crawl_id/logs", accessOrgViewer, s.crawlLogs, "A finished crawl's logs (JSON lines)", "crawls", nil, streamOut{jsonLines}, []string{"logLevel", "context"}},
 		{get, crawl + "/:crawl_id/events", accessOrgViewer, s.crawlEvents, "A crawl's live progress (Server-Sent Events: state, crawl, end)", "crawls", nil,
 			eventStream{crawlEventOut{}}, []string{"auth_bearer"}},
 

@@ -150,6 +150,9 @@ type Server struct {
 
 	passwords *passwordHasher
 	logins    *loginLimiter
+	// liveStatsBudget bounds what live stats add to a request
+	// (liveStatsTimeout; tests shorten it).
+	liveStatsBudget time.Duration
 
 	openAPIDoc openAPIDoc
 	scheduler  *Scheduler
@@ -194,7 +197,8 @@ func New(cfg Config, deps Deps) *Server {
 		metrics:     metrics,
 		streamsDone: make(chan struct{}),
 
-		passwords: newPasswordHasher(cfg.PasswordHashConcurrency),
+		passwords:       newPasswordHasher(cfg.PasswordHashConcurrency),
+		liveStatsBudget: liveStatsTimeout,
 		logins: &loginLimiter{store: deps.Store, clock: deps.Clock, window: cfg.LoginFailureWindow,
 			perAccount: int64(cfg.LoginFailuresPerAccount), perAddress: int64(cfg.LoginFailuresPerAddress)},
 	}
@@ -221,11 +225,7 @@ func New(cfg Config, deps Deps) *Server {
 	s.echo = e
 	s.scheduler = newScheduler(s, cfg.ScheduleRescan)
 	for _, r := range routes {
-		mw := s.accessMiddleware(r.access)
-		if r.streaming() {
-			mw = append([]echo.MiddlewareFunc{withoutWriteDeadline}, mw...)
-		}
-		e.Add(r.method, r.path, r.handler, mw...)
+		e.Add(r.method, r.path, r.handler, s.middleware(r)...)
 	}
 	return s
 }
@@ -234,17 +234,6 @@ func New(cfg Config, deps Deps) *Server {
 // reconnects is served until the server closes). main calls it when
 // shutting down, as streams never go idle by themselves.
 func (s *Server) EndStreams() { s.endStreams.Do(func() { close(s.streamsDone) }) }
-
-// withoutWriteDeadline lifts the server's write timeout for a streaming
-// route, which writes for as long as its client stays.
-func withoutWriteDeadline(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		// Fails only where the connection has no deadlines (tests'
-		// recorders), where there is nothing to lift.
-		_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Time{})
-		return next(c)
-	}
-}
 
 // Handler is the http.Handler serving the API, /healthz and /readyz.
 func (s *Server) Handler() http.Handler { return s.echo }

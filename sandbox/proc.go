@@ -202,6 +202,24 @@ func (p *Process) Stop(grace time.Duration) error {
 // Kill stops the process at once with SIGKILL, like a crash.
 func (p *Process) Kill() error { return p.Stop(0) }
 
+// Pause freezes the process (SIGSTOP to its group): it keeps its sockets,
+// so clients connect but get no answer, like a hung server. Resume thaws it.
+func (p *Process) Pause() error { return p.signal(syscall.SIGSTOP) }
+
+// Resume lets a paused process run again.
+func (p *Process) Resume() error { return p.signal(syscall.SIGCONT) }
+
+func (p *Process) signal(sig syscall.Signal) error {
+	pid := p.Pid()
+	if pid == 0 {
+		return fmt.Errorf("%s: not running", p.Name)
+	}
+	if err := syscall.Kill(-pid, sig); err != nil {
+		return fmt.Errorf("%s: %v: %w", p.Name, sig, err)
+	}
+	return nil
+}
+
 // FreePort returns a loopback TCP port that was free a moment ago.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -8,12 +8,14 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 )
 
 // Collection names, as upstream (Browsertrix) names them, plus trawler's own
@@ -78,6 +80,24 @@ func WithCommandMonitor(m *event.CommandMonitor) Option {
 		o.SetMonitor(m)
 		return nil
 	}
+}
+
+// WithTimeout bounds every operation whose context has no earlier
+// deadline, server selection and waiting for a connection included. Without
+// it an operation during an outage waits for the context alone (and server
+// selection for the driver's 30 s).
+func WithTimeout(d time.Duration) Option {
+	return func(o *options.ClientOptions) error {
+		o.SetTimeout(d)
+		return nil
+	}
+}
+
+// IsUnavailable reports an error caused by the server not answering in
+// time or the connection failing, as opposed to one about the request.
+func IsUnavailable(err error) bool {
+	var sel topology.ServerSelectionError
+	return mongo.IsTimeout(err) || mongo.IsNetworkError(err) || errors.As(err, &sel)
 }
 
 // Close disconnects from the server.
