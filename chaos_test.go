@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trawlerhq/trawler/k8s"
+	"github.com/trawlerhq/trawler/sandbox"
+	"github.com/trawlerhq/trawler/sandbox/kubelet"
+)
+
+// status GETs path and returns the status code, tolerating any.
+func (c *apiClient) status(path string) int {
+	c.t.Helper()
+	req, err := http.NewRequest("GET", c.base+path, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	res, err := c.http.Do(req)
+	if err != nil {
+		c.t.Fatalf("GET %s: %v", path, err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// TestMongoOutageDuringACrawl stops the MongoDB-wire server for 20 s (and
+// until the crawler is done) in the middle of a crawl. Every API call in
+// the outage answers 503 within mongo.timeout (it used to hang for 30 s
+// first), and the crawl, which finishes while MongoDB is away, still ends
+// complete with all its pages, its error lines and its file recorded once
+// MongoDB is back.
+func TestMongoOutageDuringACrawl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a sandbox")
+	}
+	const (
+		pages   = 24
+		outage  = 20 * time.Second
+		timeout = 3 * time.Second // mongo.timeout
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	logFile, err := os.Create(filepath.Join(dir, "trawler.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	logger := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			raw, _ := os.ReadFile(logFile.Name())
+			lines := strings.Split(string(raw), "\n")
+			t.Logf("trawler log (last 80 lines):\n%s", strings.Join(lines[max(0, len(lines)-80):], "\n"))
+		}
+	})
+
+	overrides := map[string]any{"api.listen": "127.0.0.1:0", "mongo.timeout": timeout}
+	for k, val := range devDefaults {
+		if k != "api.listen" {
+			overrides[k] = val
+		}
+	}
+	// Three known pages fail (leaves of the simulated site, so every page is
+	// still found), and the crawl has exactly three error lines.
+	overrides["crawler.extra_args"] = `--sim.failUrlRx "/sim/(13|17|21)$"`
+	v := testViper(t, overrides)
+	stack, err := startDevStack(ctx, v, dir, sandbox.Options{Nodes: kubelet.Nodes{Count: 1}}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := stack.env
+	defer env.Stop()
+	defer func() {
+		cancel()
+		if err := <-stack.served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	a := &apiClient{t: t, base: stack.apiURL, http: &http.Client{Timeout: time.Minute}}
+	waitFor(t, 2*time.Minute, "the API to be ready", func() (bool, error) { return a.status("/readyz") == 200, nil })
+	form := url.Values{"username": {v.GetString("superuser.email")}, "password": {v.GetString("superuser.password")}}
+	var login struct {
+		AccessToken string `json:"access_token"`
+	}
+	a.do("POST", "/api/auth/jwt/login", strings.NewReader(form.Encode()), "application/x-www-form-urlencoded", 200, &login)
+	a.token = login.AccessToken
+	oid := a.orgID()
+	crawlID := a.startCrawl(oid, fmt.Sprintf("https://example.com/?sim-pages=%d&sim-links=2&sim-page-ms=700", pages), 1)
+	crawlPath := "/api/orgs/" + oid + "/crawls/" + crawlID
+	waitFor(t, 3*time.Minute, "the crawl to run", func() (bool, error) {
+		c := a.crawl(oid, crawlID)
+		return c.State == "running" && c.Stats.Done >= 2, nil
+	})
+
+	if err := env.Mongo.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	// The outage lasts 20 s, and longer if need be, until the crawler has
+	// finished: its pages, errors and file then all wait in Redis.
+	crawlerDone := func() bool {
+		pods, err := env.Client.CoreV1().Pods(v.GetString("crawler_namespace")).List(ctx,
+			metav1.ListOptions{LabelSelector: k8s.LabelCrawl + "=" + crawlID + "," + k8s.LabelRole + "=" + k8s.RoleCrawler})
+		return err == nil && len(pods.Items) == 1 && pods.Items[0].Status.Phase == corev1.PodSucceeded
+	}
+	for time.Since(stopped) < outage || !crawlerDone() {
+		if time.Since(stopped) > 3*time.Minute {
+			t.Fatal("the crawler did not finish within 3 minutes")
+		}
+		for _, path := range []string{"/api/users/me", "/api/orgs", crawlPath, "/api/orgs/" + oid + "/crawls"} {
+			start := time.Now()
+			code := a.status(path)
+			if took := time.Since(start); code != http.StatusServiceUnavailable || took > timeout+2*time.Second {
+				t.Fatalf("GET %s during the outage: %d after %v, want 503 within mongo.timeout (%v)", path, code, took, timeout)
+			}
+		}
+	}
+	if err := env.Mongo.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	waitFor(t, time.Minute, "the API to answer again", func() (bool, error) { return a.status("/api/users/me") == 200, nil })
+	c := a.waitCrawlState(oid, crawlID, 3*time.Minute, "complete", "partial_complete", "failed", "canceled")
+	if c.State != "complete" || c.Stats.Done != pages || c.Stats.Found != pages {
+		t.Fatalf("crawl after the outage: %s with stats %+v; want complete with %d pages", c.State, c.Stats, pages)
+	}
+	if len(c.Resources) != 1 || c.Resources[0].Size <= 0 {
+		t.Fatalf("files: %+v; want the crawler's one WACZ", c.Resources)
+	}
+	var errs struct {
+		Total int `json:"total"`
+	}
+	a.json("GET", crawlPath+"/errors", nil, 200, &errs)
+	if errs.Total != 3 {
+		t.Fatalf("%d error lines; want the three failed pages' lines", errs.Total)
+	}
+}
