@@ -75,7 +75,7 @@ type OrgStore interface {
 	ListOrgs(ctx context.Context, f store.OrgFilter) ([]store.Org, int64, error)
 	RenameOrg(ctx context.Context, id uuid.UUID, name string) error
 	SetOrgUserRole(ctx context.Context, id, uid uuid.UUID, role store.Role) error
-	RemoveOrgUser(ctx context.Context, id, uid uuid.UUID) error
+	ChangeOrgMember(ctx context.Context, id, uid uuid.UUID, role *store.Role) error
 	SetOrgQuotas(ctx context.Context, id uuid.UUID, q store.OrgQuotas) error
 	SetOrgWebhooks(ctx context.Context, id uuid.UUID, urls map[string]string, origin string) error
 	GetDefaultOrg(ctx context.Context) (*store.Org, error)

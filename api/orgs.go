@@ -196,15 +196,10 @@ func (s *Server) createUser(c echo.Context, email, password, name string) (*stor
 	return u, nil
 }
 
-// memberByEmail finds the user an org-membership request names.
-func (s *Server) memberByEmail(c echo.Context, email string) (*store.User, error) {
-	u, err := s.store.GetUserByEmail(c.Request().Context(), email)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, badRequest("No user found for specified e-mail")
-	}
-	return u, err
-}
-
+// setOrgUserRole changes an existing member's role. Anyone else, known
+// or not, gets the same answer, so the route tells nothing about which
+// e-mails have accounts; the caller cannot change their own role, and the
+// only owner cannot be demoted.
 func (s *Server) setOrgUserRole(c echo.Context) error {
 	var in userRoleIn
 	if err := decodeJSON(c, &in); err != nil {
@@ -213,21 +208,39 @@ func (s *Server) setOrgUserRole(c echo.Context) error {
 	var v validator
 	if in.Email == nil {
 		v.missing("body", "email")
+	} else {
+		v.maxLen(*in.Email, maxShortString, "body", "email")
 	}
 	validateRole(&v, in.Role)
 	if err := v.err(); err != nil {
 		return err
 	}
-	u, err := s.memberByEmail(c, *in.Email)
+	noSuchMember := badRequest("No user found for specified e-mail")
+	ctx := c.Request().Context()
+	u, err := s.store.GetUserByEmail(ctx, *in.Email)
+	if errors.Is(err, store.ErrNotFound) {
+		return noSuchMember
+	}
 	if err != nil {
 		return err
 	}
-	if err := s.store.SetOrgUserRole(c.Request().Context(), currentOrg(c).ID, u.ID, *in.Role); err != nil {
+	if u.ID == currentUser(c).ID {
+		return badRequest("Can't change own role!")
+	}
+	err = s.store.ChangeOrgMember(ctx, currentOrg(c).ID, u.ID, in.Role)
+	switch {
+	case errors.Is(err, store.ErrNotFound) && store.Detail(err) == "no_such_org_user":
+		return noSuchMember
+	case store.Detail(err) == "last_owner":
+		return badRequest("Can't demote only owner of org")
+	case err != nil:
 		return err
 	}
 	return c.JSON(http.StatusOK, updatedOut{Updated: true})
 }
 
+// removeOrgUser removes a member; the only owner stays. An unknown e-mail
+// and a non-member get the same 404.
 func (s *Server) removeOrgUser(c echo.Context) error {
 	var in removeUserIn
 	if err := decodeJSON(c, &in); err != nil {
@@ -236,31 +249,22 @@ func (s *Server) removeOrgUser(c echo.Context) error {
 	if in.Email == nil {
 		return validationError{missingField("body", "email")}
 	}
-	u, err := s.store.GetUserByEmail(c.Request().Context(), *in.Email)
+	ctx := c.Request().Context()
+	u, err := s.store.GetUserByEmail(ctx, *in.Email)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("no_such_org_user")
 	}
 	if err != nil {
 		return err
 	}
-	org := currentOrg(c)
-	if org.Users[u.ID.String()] == store.RoleOwner && countOwners(org) == 1 {
+	err = s.store.ChangeOrgMember(ctx, currentOrg(c).ID, u.ID, nil)
+	if store.Detail(err) == "last_owner" {
 		return badRequest("Can't remove only owner from org")
 	}
-	if err := s.store.RemoveOrgUser(c.Request().Context(), org.ID, u.ID); err != nil {
-		return err
+	if err != nil {
+		return err // a non-member is the store's 404 no_such_org_user
 	}
 	return c.JSON(http.StatusOK, removedOut{Removed: true})
-}
-
-func countOwners(o *store.Org) int {
-	n := 0
-	for _, r := range o.Users {
-		if r == store.RoleOwner {
-			n++
-		}
-	}
-	return n
 }
 
 func (s *Server) setOrgQuotas(c echo.Context) error {

@@ -160,3 +160,47 @@ func TestValidationShape(t *testing.T) {
 		}
 	}
 }
+
+// An owner could PATCH user-role for any existing user, the superuser
+// too, and so add them to the org, and the answer told which e-mails had
+// accounts; the only owner could demote themselves. Now user-role changes
+// only members, every non-member gets the same answer, nobody changes
+// their own role, and an org always keeps an owner.
+func TestMembershipRules(t *testing.T) {
+	e := newEnv(t)
+	members := func() map[string]any {
+		return e.mustJSON(asAdmin, "GET", e.orgPath(""), nil, 200)["users"].(map[string]any)
+	}
+	before := members()
+	var answers []string
+	for _, email := range []string{"admin@example.com", "non-member@example.com", "nobody@example.com"} {
+		r := e.do(asOwner, "PATCH", e.orgPath("/user-role"), map[string]any{"email": email, "role": 40})
+		e.wantDetail(r, 400, "No user found for specified e-mail")
+		answers = append(answers, string(r.Body))
+	}
+	if answers[0] != answers[1] || answers[1] != answers[2] {
+		t.Fatalf("answers differ between existing and unknown e-mails: %q", answers)
+	}
+	if after := members(); len(after) != len(before) {
+		t.Fatalf("members %v, were %v", after, before)
+	}
+	e.wantDetail(e.do(asOwner, "PATCH", e.orgPath("/user-role"), map[string]any{"email": "owner@example.com", "role": 10}),
+		400, "Can't change own role!")
+	e.wantDetail(e.do(asAdmin, "PATCH", e.orgPath("/user-role"), map[string]any{"email": "owner@example.com", "role": 10}),
+		400, "Can't demote only owner of org")
+	e.wantDetail(e.do(asAdmin, "POST", e.orgPath("/remove"), map[string]any{"email": "owner@example.com"}),
+		400, "Can't remove only owner from org")
+	e.wantDetail(e.do(asOwner, "POST", e.orgPath("/remove"), map[string]any{"email": "non-member@example.com"}),
+		404, "no_such_org_user")
+
+	// With a second owner, either may step down.
+	e.mustJSON(asOwner, "PATCH", e.orgPath("/user-role"), map[string]any{"email": "crawler@example.com", "role": 40}, 200)
+	e.mustJSON(asCrawler, "PATCH", e.orgPath("/user-role"), map[string]any{"email": "owner@example.com", "role": 20}, 200)
+	e.wantDetail(e.do(asAdmin, "PATCH", e.orgPath("/user-role"), map[string]any{"email": "crawler@example.com", "role": 20}),
+		400, "Can't demote only owner of org")
+	for id, m := range members() {
+		if get(m, "email") == "owner@example.com" && get(m, "role") != 20.0 {
+			t.Fatalf("owner@ is %v, want 20 (member %s)", m, id)
+		}
+	}
+}

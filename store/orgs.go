@@ -129,24 +129,56 @@ func (m *Mongo) SetOrgUserRole(ctx context.Context, id, uid uuid.UUID, role Role
 	return m.updateOrg(ctx, id, bson.M{"$set": bson.M{"users." + uid.String(): role}})
 }
 
-// RemoveOrgUser removes member uid from the org.
+// maxMemberChangeAttempts bounds the re-reads when the org changes
+// between ChangeOrgMember's read and its conditional write.
+const maxMemberChangeAttempts = 5
+
+// ChangeOrgMember gives member uid a new role, or removes them when role
+// is nil. It changes only members, and never leaves the org without an
+// owner: the write is conditional on uid's role as read and, when an
+// owner loses that role, on another owner still being one, so two
+// owners demoting each other at once cannot both succeed.
 //
 // Errors: NotFound("org_not_found"); NotFound("no_such_org_user") if uid
-// is not a member.
-func (m *Mongo) RemoveOrgUser(ctx context.Context, id, uid uuid.UUID) error {
+// is not a member; Conflict("last_owner") if uid is the only owner and
+// would stop being one; Conflict("org_changed") if the org kept changing.
+func (m *Mongo) ChangeOrgMember(ctx context.Context, id, uid uuid.UUID, role *Role) error {
 	field := "users." + uid.String()
-	res, err := m.coll(collOrgs).UpdateOne(ctx, bson.M{"_id": id, field: bson.M{"$exists": true}},
-		bson.M{"$unset": bson.M{field: ""}})
-	if err != nil {
-		return fmt.Errorf("removing org member: %w", err)
+	update := bson.M{"$unset": bson.M{field: ""}}
+	if role != nil {
+		update = bson.M{"$set": bson.M{field: *role}}
 	}
-	if res.MatchedCount == 1 {
-		return nil
+	for range maxMemberChangeAttempts {
+		org, err := m.GetOrg(ctx, id)
+		if err != nil {
+			return err
+		}
+		current, ok := org.Users[uid.String()]
+		if !ok {
+			return NotFound("no_such_org_user")
+		}
+		filter := bson.M{"_id": id, field: current}
+		if current >= RoleOwner && (role == nil || *role < RoleOwner) {
+			var others bson.A
+			for member, r := range org.Users {
+				if member != uid.String() && r >= RoleOwner {
+					others = append(others, bson.M{"users." + member: bson.M{"$gte": RoleOwner}})
+				}
+			}
+			if len(others) == 0 {
+				return Conflict("last_owner")
+			}
+			filter["$or"] = others
+		}
+		res, err := m.coll(collOrgs).UpdateOne(ctx, filter, update)
+		if err != nil {
+			return fmt.Errorf("changing org member: %w", err)
+		}
+		if res.MatchedCount == 1 {
+			return nil
+		}
 	}
-	if _, err := m.GetOrg(ctx, id); err != nil {
-		return err
-	}
-	return NotFound("no_such_org_user")
+	return Conflict("org_changed")
 }
 
 // SetOrgQuotas replaces the org's quotas.

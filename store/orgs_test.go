@@ -109,12 +109,30 @@ func TestOrgs(t *testing.T) {
 			})
 		}
 	})
-	t.Run("RemoveUser", func(t *testing.T) {
-		if err := m.RemoveOrgUser(ctx, a.ID, viewer); err != nil {
+	t.Run("ChangeMember", func(t *testing.T) {
+		role := func(r store.Role) *store.Role { return &r }
+		if err := m.ChangeOrgMember(ctx, a.ID, uuid.New(), role(store.RoleViewer)); store.Detail(err) != "no_such_org_user" {
+			t.Fatalf("a non-member: %v", err)
+		}
+		for _, r := range []*store.Role{role(store.RoleCrawler), nil} {
+			if err := m.ChangeOrgMember(ctx, a.ID, owner, r); !errors.Is(err, store.ErrConflict) || store.Detail(err) != "last_owner" {
+				t.Fatalf("the only owner to %v: %v", r, err)
+			}
+		}
+		if err := m.ChangeOrgMember(ctx, a.ID, viewer, role(store.RoleOwner)); err != nil {
 			t.Fatal(err)
 		}
-		if orgs, _, err := m.ListOrgs(ctx, store.OrgFilter{Member: &viewer}); err != nil || len(orgs) != 0 {
-			t.Fatalf("after removal: %v, %v", orgs, err)
+		if err := m.ChangeOrgMember(ctx, a.ID, owner, nil); err != nil {
+			t.Fatalf("an owner leaving another owner: %v", err)
+		}
+		if err := m.ChangeOrgMember(ctx, a.ID, viewer, role(store.RoleViewer)); store.Detail(err) != "last_owner" {
+			t.Fatalf("the owner left: %v", err)
+		}
+		if orgs, _, err := m.ListOrgs(ctx, store.OrgFilter{Member: &owner}); err != nil || len(orgs) != 1 || orgs[0].ID != b.ID {
+			t.Fatalf("after removal from a: %v, %v", orgs, err)
+		}
+		if err := m.ChangeOrgMember(ctx, uuid.New(), viewer, nil); store.Detail(err) != "org_not_found" {
+			t.Fatalf("missing org: %v", err)
 		}
 	})
 	t.Run("Quotas", func(t *testing.T) {
