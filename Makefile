@@ -14,6 +14,7 @@ RACE_TIMEOUT ?= 30m
 # (which needs cgo) instead of in the plain step.
 RACE_PKGS := ./operator/ ./sandbox/...
 FUZZTIME ?= 60s
+FUZZ_PKGS := ./api/ ./jsregex/
 # Everything builds static (CGO off), tests included, so the test that
 # builds the binary reuses the test build's cache instead of compiling
 # every package a second time.
@@ -49,11 +50,13 @@ test: testbin
 bench: testbin
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./api/ ./store/ ./operator/
 
-## fuzz: each fuzz target for FUZZTIME
+## fuzz: each fuzz target of FUZZ_PKGS for FUZZTIME
 fuzz:
-	@for target in $$($(GO) test -list '^Fuzz' ./api/ | grep '^Fuzz'); do \
-		echo "== fuzz $$target"; \
-		$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) ./api/ || exit 1; \
+	@for pkg in $(FUZZ_PKGS); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== fuzz $$pkg $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
 	done
 
 ## generate: regenerate deepcopy, clients, listers, informers and CRDs

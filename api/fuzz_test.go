@@ -2,8 +2,12 @@ package api
 
 import (
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/trawlerhq/trawler/jsregex"
 )
 
 // The fuzz targets send arbitrary bodies through the real handlers and
@@ -43,6 +47,124 @@ func FuzzLogin(f *testing.F) {
 		e.srv.Handler().ServeHTTP(rec, req)
 		if rec.Code >= 500 {
 			t.Fatalf("%d for %q (%s): %s", rec.Code, body, contentType, rec.Body)
+		}
+	})
+}
+
+// FuzzFilenameTemplate: any WACZ name template is refused or stays inside
+// the org's storage folder, on create and on update.
+func FuzzFilenameTemplate(f *testing.F) {
+	for _, s := range []string{"@ts-@hostsuffix.wacz", "../../OTHER-ORG/@ts.wacz", "/abs.wacz", "a/./b.wacz", "x\x00y", "crawls/@id.wacz"} {
+		f.Add(s)
+	}
+	e := newEnv(f)
+	cid := e.createWorkflow(asCrawler, workflowBody("fuzzed", false))["id"].(string)
+	f.Fuzz(func(t *testing.T, template string) {
+		body := workflowBody("template", false)
+		body["crawlFilenameTemplate"] = template
+		for _, req := range []struct {
+			method, path string
+			body         any
+		}{
+			{"POST", e.orgPath("/crawlconfigs/"), body},
+			{"PATCH", e.orgPath("/crawlconfigs/" + cid), map[string]any{"crawlFilenameTemplate": template}},
+		} {
+			r, err := e.request(asCrawler, req.method, req.path, req.body)
+			if err != nil {
+				t.Skip(err) // not JSON-encodable
+			}
+			if r.Code >= 500 || r.Code == 200 && storageNameProblem(template) != "" {
+				t.Fatalf("%s %q: %d %s", req.method, template, r.Code, r.Body)
+			}
+		}
+	})
+}
+
+// FuzzRegex: an include or exclude pattern is refused, or it is one the
+// crawler compiles; the queue and exclusion routes never fail on one.
+func FuzzRegex(f *testing.F) {
+	for _, s := range []string{"(", `\.pdf$`, "(?i)x", "(?<n>a)\\k<n>", "[]", "a{2,1}", "^https?://(www\\.)?e\\.com/(?!x)"} {
+		f.Add(s)
+	}
+	e := newEnv(f)
+	_, crawlID := e.startCrawl(asCrawler, "fuzzed")
+	e.setState(crawlID, "running")
+	f.Fuzz(func(t *testing.T, pattern string) {
+		body := workflowBody("regex", false)
+		body["config"].(map[string]any)["exclude"] = []string{pattern}
+		r, err := e.request(asCrawler, "POST", e.orgPath("/crawlconfigs/"), body)
+		if err != nil {
+			t.Skip(err)
+		}
+		if _, cerr := jsregex.Compile(pattern); r.Code >= 500 || r.Code == 200 && cerr != nil {
+			t.Fatalf("exclude %q: %d %s", pattern, r.Code, r.Body)
+		}
+		q := url.QueryEscape(pattern)
+		for _, call := range []struct{ method, path string }{
+			{"GET", "/crawls/" + crawlID + "/queue?offset=0&count=5&regex=" + q},
+			{"GET", "/crawls/" + crawlID + "/queueMatchAll?regex=" + q},
+			{"POST", "/crawls/" + crawlID + "/exclusions?regex=" + q},
+			{"DELETE", "/crawls/" + crawlID + "/exclusions?regex=" + q},
+		} {
+			if r, _ := e.request(asCrawler, call.method, e.orgPath(call.path), nil); r.Code >= 500 {
+				t.Fatalf("%s %s: %d %s", call.method, call.path, r.Code, r.Body)
+			}
+		}
+	})
+}
+
+// FuzzSchedule: a schedule is refused, or it is five-field cron whose
+// runs are at least a minute apart.
+func FuzzSchedule(f *testing.F) {
+	for _, s := range []string{"@every 1s", "* * * * *", "*/5 * * * *", "@hourly", "0 0 31 2 *", "* * * * * *", "TZ=UTC * * * * *"} {
+		f.Add(s)
+	}
+	e := newEnv(f)
+	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, schedule string) {
+		body := workflowBody("schedule", false)
+		body["schedule"] = schedule
+		r, err := e.request(asCrawler, "POST", e.orgPath("/crawlconfigs/"), body)
+		if err != nil {
+			t.Skip(err)
+		}
+		if r.Code >= 500 {
+			t.Fatalf("%q: %d %s", schedule, r.Code, r.Body)
+		}
+		if r.Code != 200 || strings.TrimSpace(schedule) == "" {
+			return
+		}
+		sched, err := parseSchedule(schedule)
+		if err != nil {
+			t.Fatalf("%q accepted but does not parse: %v", schedule, err)
+		}
+		first := sched.Next(from)
+		if second := sched.Next(first); !second.IsZero() && second.Sub(first) < time.Minute {
+			t.Fatalf("%q runs at %v and %v", schedule, first, second)
+		}
+	})
+}
+
+// FuzzPagination: any page, pageSize, offset or count is refused or
+// served, never a 5xx.
+func FuzzPagination(f *testing.F) {
+	for _, s := range [][2]string{{"4611686018427387904", "1000"}, {"1", "0"}, {"-1", "10"}, {"2", "9999999999999"}, {"", ""}, {"1e3", "x"}} {
+		f.Add(s[0], s[1])
+	}
+	e := newEnv(f)
+	_, crawlID := e.startCrawl(asCrawler, "paged")
+	f.Fuzz(func(t *testing.T, page, size string) {
+		p, s := url.QueryEscape(page), url.QueryEscape(size)
+		for _, path := range []string{
+			"/crawlconfigs?page=" + p + "&pageSize=" + s,
+			"/crawls?page=" + p + "&pageSize=" + s,
+			"/all-crawls?page=" + p + "&pageSize=" + s,
+			"/crawls/" + crawlID + "/errors?page=" + p + "&pageSize=" + s,
+			"/crawls/" + crawlID + "/queue?offset=" + p + "&count=" + s,
+		} {
+			if r, _ := e.request(asCrawler, "GET", e.orgPath(path), nil); r.Code >= 500 {
+				t.Fatalf("GET %s: %d %s", path, r.Code, r.Body)
+			}
 		}
 	})
 }
