@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"sync"
 	"testing"
@@ -164,4 +165,117 @@ func measure(fn func() error) stats {
 	wg.Wait()
 	out.wall = time.Since(start)
 	return out
+}
+
+const (
+	loginBenchGood    = 40  // logins timed for logins per second
+	loginBenchAttack  = 16  // concurrent bad logins
+	loginBenchMeCalls = 300 // /users/me requests timed, at most...
+	// ... and for at most this long (a starved API answers few).
+	loginBenchMeTime = 15 * time.Second
+)
+
+// BenchmarkLoginUnderAttack measures logins per second and what 16
+// concurrent bad logins do to everyone else: the p50/p99 of GET
+// /api/users/me, over real HTTP, with no load and while the bad logins
+// run (goal: p99 < 50 ms under attack). Each bad login names a new
+// account and the limits are raised, so every attempt costs a full
+// bcrypt comparison: the worst case, as from many addresses. The
+// "unbounded" run gives bcrypt 64 slots, as good as none (how it was
+// before), for comparison. Run by `make bench`.
+func BenchmarkLoginUnderAttack(b *testing.B) {
+	for _, run := range []struct {
+		name  string
+		slots int
+	}{{"slots=default", 0}, {"slots=unbounded", 64}} {
+		b.Run(run.name, func(b *testing.B) { benchLoginUnderAttack(b, run.slots) })
+	}
+}
+
+func benchLoginUnderAttack(b *testing.B, slots int) {
+	e := newEnv(b)
+	cfg := testConfig()
+	cfg.LoginFailuresPerAccount, cfg.LoginFailuresPerAddress = 1<<30, 1<<30
+	cfg.PasswordHashConcurrency = slots
+	srv := New(cfg, Deps{Store: e.store.Mongo, Launcher: e.launcher})
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: loginBenchAttack + 2}}
+	login := func(user, password string) error {
+		form := url.Values{"username": {user}, "password": {password}}
+		res, err := hc.PostForm(ts.URL+"/api/auth/jwt/login", form)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		_, _ = io.Copy(io.Discard, res.Body)
+		if res.StatusCode != 200 && res.StatusCode != 400 {
+			return fmt.Errorf("login: status %d", res.StatusCode)
+		}
+		return nil
+	}
+	me := func() error { return getOK(hc, ts.URL+"/api/users/me", e.tokens[asViewer]) }
+	timeMe := func() stats {
+		var s stats
+		start := time.Now()
+		for range loginBenchMeCalls {
+			if time.Since(start) > loginBenchMeTime {
+				break
+			}
+			t0 := time.Now()
+			err := me()
+			s.lat = append(s.lat, time.Since(t0))
+			if err != nil {
+				s.errs++
+				s.firstErr = err
+			}
+		}
+		s.wall = time.Since(start)
+		return s
+	}
+	if err := me(); err != nil { // warm up, and check the route works
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		for range loginBenchGood {
+			if err := login("viewer@example.com", "pw-viewer"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(loginBenchGood)/time.Since(start).Seconds(), "logins/s")
+
+		idle := timeMe()
+		idle.report(b, "me-idle")
+
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		bad := 0
+		attackStart := time.Now()
+		for i := range loginBenchAttack {
+			wg.Go(func() {
+				for n := 0; ; n++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if err := login(fmt.Sprintf("guess-%d-%d@example.com", i, n), "wrong"); err != nil {
+						b.Error(err)
+						return
+					}
+					mu.Lock()
+					bad++
+					mu.Unlock()
+				}
+			})
+		}
+		attacked := timeMe()
+		close(stop)
+		wg.Wait()
+		attacked.report(b, "me-attacked")
+		b.ReportMetric(float64(bad)/time.Since(attackStart).Seconds(), "bad-logins/s")
+	}
 }
