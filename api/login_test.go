@@ -114,6 +114,20 @@ func TestLoginGuessingIsThrottled(t *testing.T) {
 	e.wantDetail(loginFrom(s, "198.51.100.7:4000", "192.0.2.1", "viewer@example.com", "pw-viewer"), 429, "too_many_login_attempts")
 }
 
+// The counters live in MongoDB, not in one process: guesses spread over
+// two API replicas are limited as if they went to one.
+func TestLoginLimitHoldsAcrossReplicas(t *testing.T) {
+	e := newEnv(t)
+	a, clk := throttledServer(e)
+	b := New(a.cfg, Deps{Store: e.store.Mongo, Launcher: e.launcher, Clock: clk})
+	for i, s := range []*Server{a, b, a} {
+		if r := loginFrom(s, "198.51.100.7:4000", "", "viewer@example.com", "guess"); r.Code != 400 {
+			t.Fatalf("guess %d: %d %s", i+1, r.Code, r.Body)
+		}
+	}
+	e.wantDetail(loginFrom(b, "203.0.113.9:1", "", "viewer@example.com", "pw-viewer"), 429, "too_many_login_attempts")
+}
+
 // A login for an existing e-mail took 75 ms and one for an unknown e-mail
 // 2 ms. Both now compare a bcrypt hash, the unknown one a dummy: with the
 // only hashing slot taken, neither can answer.
