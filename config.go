@@ -42,7 +42,7 @@ var settings = []setting{
 	{"api.login_failure_window", 15 * time.Minute, "the fixed window the login failure limits count in (counters live in MongoDB, shared by every replica)"},
 	{"api.password_hash_concurrency", 0, "bcrypt hashes and checks that may run at once, so logins cannot take every CPU from other requests (0 = half the CPUs, at least one)"},
 	{"api.read_header_timeout", 10 * time.Second, "time a client has to send a request's headers"},
-	{"api.read_timeout", 60 * time.Second, "time a client has to send a whole request, body included (streaming routes are exempt)"},
+	{"api.read_timeout", 60 * time.Second, "time a client has to send a whole request, body included (streaming routes such as uploads are exempt)"},
 	{"api.write_timeout", 60 * time.Second, "time the server has to read a request and write its response (streaming routes such as log and download streams are exempt)"},
 	{"api.idle_timeout", 120 * time.Second, "how long an idle keep-alive connection is kept open"},
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -132,8 +133,10 @@ func TestUnreachableDatabaseIs503(t *testing.T) {
 	}
 }
 
-// The HTTP server's write timeout ends a slow response; a streaming
-// route (streamOut) lifts it for itself and may stream for longer.
+// The HTTP server's write timeout ends a slow response and its read
+// timeout a slow request body; a streaming route (a streamOut response,
+// an upload's binaryIn or multipartIn body) lifts them for itself and may
+// stream for longer.
 func TestStreamingRoutesOutlastTheWriteTimeout(t *testing.T) {
 	e := newEnv(t)
 	slow := func(c echo.Context) error {
@@ -148,9 +151,19 @@ func TestStreamingRoutesOutlastTheWriteTimeout(t *testing.T) {
 		}
 		return nil
 	}
+	upload := func(c echo.Context) error {
+		n, err := io.Copy(io.Discard, c.Request().Body)
+		if err != nil {
+			return err
+		}
+		return c.String(http.StatusOK, strconv.FormatInt(n, 10))
+	}
 	for _, r := range []route{
 		{method: "GET", path: "/test/stream", access: accessPublic, handler: slow, out: streamOut{"text/plain"}},
 		{method: "GET", path: "/test/plain", access: accessPublic, handler: slow, out: empty{}},
+		{method: "PUT", path: "/test/upload", access: accessPublic, handler: upload, in: binaryIn{}},
+		{method: "PUT", path: "/test/form", access: accessPublic, handler: upload, in: multipartIn{"uploads"}},
+		{method: "PUT", path: "/test/json", access: accessPublic, handler: upload, in: empty{}},
 	} {
 		e.srv.echo.Add(r.method, r.path, r.handler, e.srv.middleware(r)...)
 	}
@@ -172,5 +185,35 @@ func TestStreamingRoutesOutlastTheWriteTimeout(t *testing.T) {
 	}
 	if body, err := read("/test/plain"); err == nil && len(body) == 30 {
 		t.Fatal("a plain route wrote past the write timeout")
+	}
+
+	// A body sent in six pieces over 600 ms.
+	send := func(path string) (string, error) {
+		pr, pw := io.Pipe()
+		go func() {
+			for range 6 {
+				time.Sleep(100 * time.Millisecond)
+				if _, err := pw.Write([]byte("chunk\n")); err != nil {
+					return
+				}
+			}
+			pw.Close()
+		}()
+		req, _ := http.NewRequest("PUT", ts.URL+path, pr)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		return string(b), err
+	}
+	for _, path := range []string{"/test/upload", "/test/form"} {
+		if body, err := send(path); err != nil || body != "36" {
+			t.Fatalf("upload route %s: %q, %v; want all 36 bytes read", path, body, err)
+		}
+	}
+	if body, err := send("/test/json"); err == nil && body == "36" {
+		t.Fatal("a plain route read a body past the read timeout")
 	}
 }

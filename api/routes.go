@@ -35,7 +35,8 @@ type route struct {
 }
 
 // streaming reports a route that answers with an event stream: it is
-// exempt from write timeouts and from the latency histogram.
+// exempt from the latency histogram and, as every stream, from the
+// server's timeouts (liftsDeadlines).
 func (r route) streaming() bool {
 	_, ok := r.out.(eventStream)
 	return ok
@@ -51,20 +52,32 @@ type binaryIn struct{}
 type multipartIn struct{ part string }
 
 // streamOut marks a route whose response is a stream (log lines,
-// downloads) of contentType: it may outlast the server's whole-request
-// read and write timeouts, which such a route lifts (liftDeadlines), as
-// an event stream does. A request body that streams in would get a
-// streamIn the same way.
+// downloads) of contentType.
 type streamOut struct{ contentType string }
 
-// middleware is what runs before a route's handler: deadlines first, then
-// the auth and org checks its access needs.
+// liftsDeadlines tells whether a route's request or response body is a
+// stream (a file upload, a download, log lines, events): it may outlast
+// the server's whole-request read and write timeouts, which such a route
+// lifts.
+func (r route) liftsDeadlines() bool {
+	switch r.in.(type) {
+	case binaryIn, multipartIn:
+		return true
+	}
+	_, ok := r.out.(streamOut)
+	return ok || r.streaming()
+}
+
+// middleware is what runs before a route's handler: the auth and org
+// checks its access needs, then, for a streaming route, the lifting of
+// the deadlines (only for a caller allowed in: nobody else may hold a
+// connection open with a slow body).
 func (s *Server) middleware(r route) []echo.MiddlewareFunc {
-	var mw []echo.MiddlewareFunc
-	if _, ok := r.out.(streamOut); ok || r.streaming() {
+	mw := s.accessMiddleware(r.access)
+	if r.liftsDeadlines() {
 		mw = append(mw, liftDeadlines)
 	}
-	return append(mw, s.accessMiddleware(r.access)...)
+	return mw
 }
 
 // liftDeadlines clears the connection's read and write deadlines, which
@@ -197,7 +210,7 @@ func (s *Server) routes() []route {
 		{post, coll + "/:coll_id/add", accessOrgCrawler, s.addToCollection, "Add crawls or uploads", "collections", collectionCrawlsIn{}, collectionOut{}, nil},
 		{post, coll + "/:coll_id/remove", accessOrgCrawler, s.removeFromCollection, "Remove crawls or uploads", "collections", collectionCrawlsIn{}, collectionOut{}, nil},
 		{get, coll + "/:coll_id/replay.json", accessOrgViewer, s.collectionReplay, "A collection with its files", "collections", nil, collectionOut{}, nil},
-		{get, coll + "/:coll_id/download", accessOrgViewer, s.downloadCollection, "The collection as one multi-WACZ zip (streamed)", "collections", nil, nil, nil},
+		{get, coll + "/:coll_id/download", accessOrgViewer, s.downloadCollection, "The collection as one multi-WACZ zip (streamed)", "collections", nil, streamOut{"application/wacz+zip"}, nil},
 		{get, coll + "/:coll_id/public/replay.json", accessPublic, s.publicCollectionReplay, "A public collection with its files (no token)", "collections", nil, collectionOut{}, nil},
 		{options, coll + "/:coll_id/public/replay.json", accessPublic, s.publicCollectionReplayPreflight, "CORS preflight of the public replay", "collections", nil, empty{}, nil},
 
