@@ -188,8 +188,8 @@ func (s *Server) changeCollection(c echo.Context, change func(*Server, context.C
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	if in.CrawlIDs == nil {
-		return validationError{missingField("body", "crawlIds")}
+	if err := in.validate(); err != nil {
+		return err
 	}
 	ctx, oid := c.Request().Context(), currentOrg(c).ID
 	if err := change(s, ctx, oid, id, in.CrawlIDs); err != nil {

@@ -23,6 +23,8 @@ func (in *collectionIn) validate() error {
 	} else {
 		v.minLength(*in.Name, 1, "body", "name")
 	}
+	validateMetadata(&v, in.Name, in.Description, nil)
+	v.maxItems(len(in.CrawlIDs), maxIDList, "body", "crawlIds")
 	return v.err()
 }
 
@@ -53,6 +55,7 @@ func (in *collectionUpdateIn) validate() error {
 	if in.IsPublic.Set && in.IsPublic.Null {
 		v.notNull("body", "isPublic")
 	}
+	validateMetadata(&v, in.Name.ptr(), in.Description.ptr(), nil)
 	return v.err()
 }
 
@@ -75,6 +78,15 @@ func toStoreCollectionUpdate(in *collectionUpdateIn, now time.Time) (store.Colle
 // collectionCrawlsIn is the body of /add and /remove.
 type collectionCrawlsIn struct {
 	CrawlIDs []string `json:"crawlIds"`
+}
+
+func (in *collectionCrawlsIn) validate() error {
+	var v validator
+	if in.CrawlIDs == nil {
+		v.missing("body", "crawlIds")
+	}
+	v.maxItems(len(in.CrawlIDs), maxIDList, "body", "crawlIds")
+	return v.err()
 }
 
 // collectionOut is a collection on the wire (upstream CollOut).

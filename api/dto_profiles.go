@@ -1,6 +1,8 @@
 package api
 
 import (
+	"unicode/utf8"
+
 	"github.com/google/uuid"
 
 	"github.com/trawlerhq/trawler/store"
@@ -20,6 +22,7 @@ func (in *profileIn) validate() error {
 	if in.Name == nil {
 		v.missing("body", "name")
 	}
+	validateMetadata(&v, in.Name, in.Description, nil)
 	return v.err()
 }
 
@@ -57,8 +60,13 @@ func (in *urlIn) validate() error {
 	return v.err()
 }
 
-// validateHTTPURL checks pydantic v1's HttpUrl (see validHTTPURL).
+// validateHTTPURL checks pydantic v1's HttpUrl (see validHTTPURL) and
+// the length of a URL.
 func validateHTTPURL(v *validator, s string, loc ...any) {
+	if utf8.RuneCountInString(s) > maxURLLen {
+		v.maxLen(s, maxURLLen, loc...)
+		return
+	}
 	if !validHTTPURL(s) {
 		v.add("invalid or missing URL scheme, or host without a top-level domain", "value_error.url", loc...)
 	}

@@ -251,3 +251,36 @@ func TestSizesAreBoundedBeforeAnythingIsStored(t *testing.T) {
 	e.want422(e.do(asCrawler, "PATCH", e.orgPath("/crawls/"+crawlID),
 		map[string]any{"tags": manyTags}), `"loc":["body","tags"]`, "at most 100 items")
 }
+
+// Collections, profiles and uploads (issue 12) take the same bounds as
+// workflows and crawls: names, descriptions, tags, id lists and URLs.
+func TestCollectionsProfilesAndUploadsAreBounded(t *testing.T) {
+	e := newEnv(t)
+	longName, longDesc := strings.Repeat("n", maxNameLen+1), strings.Repeat("d", maxDescriptionLen+1)
+	ids := make([]string, maxIDList+1)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("crawl-%d", i)
+	}
+	e.want422(e.do(asCrawler, "POST", e.orgPath("/collections"), map[string]any{"name": longName}),
+		`"loc":["body","name"]`, "at most 256 characters")
+	e.want422(e.do(asCrawler, "POST", e.orgPath("/collections"), map[string]any{"name": "c", "description": longDesc}),
+		`"loc":["body","description"]`, "at most 10000 characters")
+	e.want422(e.do(asCrawler, "POST", e.orgPath("/collections"), map[string]any{"name": "c", "crawlIds": ids}),
+		`"loc":["body","crawlIds"]`, "at most 1000 items")
+	coll := e.mustJSON(asCrawler, "POST", e.orgPath("/collections"), map[string]any{"name": "c"}, 200)["id"].(string)
+	e.want422(e.do(asCrawler, "PATCH", e.orgPath("/collections/"+coll), map[string]any{"name": longName}),
+		`"loc":["body","name"]`, "at most 256 characters")
+	e.want422(e.do(asCrawler, "POST", e.orgPath("/collections/"+coll+"/add"), map[string]any{"crawlIds": ids}),
+		`"loc":["body","crawlIds"]`, "at most 1000 items")
+
+	e.want422(e.do(asCrawler, "POST", e.orgPath("/profiles/browser"),
+		map[string]any{"url": "https://example.com/" + strings.Repeat("a", maxURLLen)}), `"loc":["body","url"]`, "at most 2048 characters")
+	e.want422(e.do(asCrawler, "PATCH", e.orgPath("/profiles/"+uuid.NewString()), map[string]any{"name": longName}),
+		`"loc":["body","name"]`, "at most 256 characters")
+
+	file := typedBody{"application/octet-stream", []byte("x")}
+	e.want422(e.do(asCrawler, "PUT", e.orgPath("/uploads/stream?filename=a.wacz&name="+longName), file),
+		`"loc":["query","name"]`, "at most 256 characters")
+	e.want422(e.do(asCrawler, "PUT", e.orgPath("/uploads/stream?filename=a.wacz&tags="+strings.Repeat("t,", maxTags+1)), file),
+		`"loc":["query","tags"]`, "at most 100 items")
+}

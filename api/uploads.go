@@ -97,7 +97,12 @@ func (s *Server) readUploadMeta(c echo.Context) (uploadMeta, error) {
 		m.name = "New Upload @ " + s.now().Format(time.DateTime)
 	}
 	var v validator
-	for i, raw := range split(unquote("collections")) {
+	v.maxLen(m.name, maxNameLen, "query", "name")
+	v.maxLen(m.description, maxDescriptionLen, "query", "description")
+	v.tags(m.tags, "query", "tags")
+	colls := split(unquote("collections"))
+	v.maxItems(len(colls), maxIDList, "query", "collections")
+	for i, raw := range colls {
 		id, err := uuid.Parse(raw)
 		if err != nil {
 			v.add("value is not a valid uuid", "type_error.uuid", "query", "collections", i)
