@@ -56,6 +56,32 @@ func (m *Mongo) AddCrawlErrors(ctx context.Context, crawlID string, seq int64, l
 		idx := seq + int64(i)
 		docs[i] = crawlError{ID: crawlErrorID(crawlID, idx), CrawlID: crawlID, Index: idx, Line: l}
 	}
+	return m.insertCrawlErrors(ctx, docs)
+}
+
+// operatorErrorBase numbers the error lines the operator writes itself,
+// after any line the crawler can have written.
+const operatorErrorBase = int64(1) << 40
+
+// AddOperatorCrawlErrors records the lines the operator writes about a
+// crawl it ended (why, and its pods' last log lines). They come after the
+// crawler's own lines, even those recorded later, and are written at most
+// once, so a replay after a crash adds nothing.
+//
+// Errors: none of the store kinds.
+func (m *Mongo) AddOperatorCrawlErrors(ctx context.Context, crawlID string, lines []string) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	docs := make([]crawlError, len(lines))
+	for i, l := range lines {
+		docs[i] = crawlError{ID: fmt.Sprintf("%s:op:%06d", crawlID, i), CrawlID: crawlID, Index: operatorErrorBase + int64(i), Line: l}
+	}
+	return m.insertCrawlErrors(ctx, docs)
+}
+
+// insertCrawlErrors inserts docs, skipping those already recorded.
+func (m *Mongo) insertCrawlErrors(ctx context.Context, docs []crawlError) error {
 	_, err := m.coll(collCrawlErrors).InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
 	if err == nil {
 		return nil

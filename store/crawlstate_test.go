@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -240,6 +241,21 @@ func TestCrawlErrors(t *testing.T) {
 	}
 	if _, total, _ := m.ListCrawlErrors(ctx, "other", store.Paging{}); total != 0 {
 		t.Fatalf("other crawl has %d errors", total)
+	}
+
+	// The operator's report comes after the crawler's lines, even those
+	// the crawler writes later, and a replay adds nothing.
+	for range 2 {
+		if err := m.AddOperatorCrawlErrors(ctx, "c", []string{"why", "log"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.AddCrawlErrors(ctx, "c", 6, lines(6, 7)); err != nil {
+		t.Fatal(err)
+	}
+	got, total, err = m.ListCrawlErrors(ctx, "c", store.Paging{Page: 2, PageSize: 4})
+	if want := []string{line(4), line(4), line(6), "why"}; err != nil || total != 9 || !slices.Equal(got, want) {
+		t.Fatalf("with the operator's report: %v total %d, %v; want %v total 9", got, total, err, want)
 	}
 }
 
