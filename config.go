@@ -56,6 +56,7 @@ var settings = []setting{
 	{"operator.redis_timeout", 2 * time.Second, "timeout of each call to a crawl's Redis"},
 	{"operator.metrics_interval", 30 * time.Second, "how often pod usage is read from metrics.k8s.io when the cluster serves it (0 = never)"},
 	{"operator.log_failed_crawl_lines", 0, "log this many last lines of each pod of a failed crawl (0 = off)"},
+	{"operator.crash_loop_restarts", 5, "fail a crawl whose crawler containers restarted this many times without a page done (0 = never); a crawler exiting with its fatal code 17 fails the crawl at once"},
 	{"operator.redis_unreachable_grace", 10 * time.Second, "how long a running crawl's Redis may be unreachable before the crawl shows waiting_capacity"},
 	{"operator.starting_timeout", 60 * time.Second, "how long a crawl may wait for a running crawler before it shows waiting_capacity (without its config it fails then)"},
 	{"operator.redis_idle", 60 * time.Second, "stop a crawl's Redis pod after no crawler has run this long (it comes back with the next crawler)"},

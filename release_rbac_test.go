@@ -30,7 +30,7 @@ var unusedGrants = map[string]string{
 	"patch crawljobs.trawler.dev":               "the API patches a CrawlJob to scale or stop its crawl",
 	"delete configmaps":                         "the API removes a workflow's ConfigMap when creating its CrawlJob failed",
 	"patch events":                              "the event recorder patches an Event that repeats",
-	"get pods/log":                              "only for failed crawls, with log_failed_crawl_lines > 0",
+	"get pods/log":                              "only for failed crawls: crash loops, or log_failed_crawl_lines > 0",
 	"list pods.metrics.k8s.io":                  "only where the cluster serves metrics.k8s.io; the sandbox does not",
 	"update crawljobs.trawler.dev/finalizers":   "checked only by OwnerReferencesPermissionEnforcement admission",
 	"update profilejobs.trawler.dev/finalizers": "checked only by OwnerReferencesPermissionEnforcement admission",

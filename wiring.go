@@ -108,6 +108,7 @@ func operatorConfig(v *viper.Viper) (operator.Config, error) {
 	c.StatsInterval = v.GetDuration("operator.stats_interval")
 	c.RedisTimeout = v.GetDuration("operator.redis_timeout")
 	c.LogFailedCrawlLines = v.GetInt("operator.log_failed_crawl_lines")
+	c.CrashLoopRestarts = v.GetInt("operator.crash_loop_restarts")
 	c.MetricsInterval = v.GetDuration("operator.metrics_interval")
 	c.RedisUnreachableGrace = v.GetDuration("operator.redis_unreachable_grace")
 	c.StartingTimeout = v.GetDuration("operator.starting_timeout")

@@ -12,8 +12,10 @@
 // at most once per stats interval. A per-crawl poller (poller.go) reads
 // the crawl's Redis on a short timer so a crawler's change reaches the
 // status within a second, without ever blocking a worker. posttasks.go
-// runs the post-crawl tasks, release.go ends a finished job, crawllogs.go
-// logs a failed crawl's pods; deps.go names what the operator consumes.
+// runs the post-crawl tasks, release.go ends a finished job, crashloop.go
+// tells when crawlers that crash-loop fail their crawl, crawllogs.go logs
+// a failed crawl's pods and puts a crash-looped one's last log lines in
+// its errors; deps.go names what the operator consumes.
 //
 // The crawl document in MongoDB is the source of truth for the crawl state;
 // the operator moves it with compare-and-set transitions through the
@@ -118,6 +120,10 @@ type Config struct {
 	// LogFailedCrawlLines, when > 0, logs that many lines of each pod's
 	// default container when a crawl fails.
 	LogFailedCrawlLines int
+	// CrashLoopRestarts fails a crawl whose crawler containers restarted
+	// this many times, together, without a page done in between (0: never).
+	// A crawler that exits with the crawler's fatal code fails it at once.
+	CrashLoopRestarts int
 }
 
 // validate reports the required fields that are unset.
@@ -142,6 +148,7 @@ func (c Config) validate() error {
 	check(c.TerminationGraceSeconds <= 0, "TerminationGraceSeconds")
 	check(c.Workers <= 0, "Workers")
 	check(c.SocksProxyPort < 0 || c.SocksProxyPort > 65535, "SocksProxyPort (0..65535)")
+	check(c.CrashLoopRestarts < 0, "CrashLoopRestarts (>= 0)")
 	for _, d := range []struct {
 		v    time.Duration
 		name string

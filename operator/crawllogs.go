@@ -2,8 +2,10 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,4 +48,73 @@ func (c *Controller) logFailedCrawl(cj *trawlerv1.CrawlJob, crawlers map[int]*co
 			c.log.Info("failed crawl pod logs", "crawl", cj.Spec.ID, "pod", p.Name, "logs", logs)
 		}
 	}()
+}
+
+// failureKey is the finishers key of a crawl's failure report.
+func failureKey(key string) string { return "failure/" + key }
+
+// failureLogLines is how many of each crawler pod's last log lines go into
+// the errors of a crawl the operator failed.
+const failureLogLines = 20
+
+// reportFailure stores, in the background, why the operator failed the
+// crawl and each crawler pod's last log lines in the crawl's errors, in
+// the crawler's JSON log line shape, retrying with backoff until they are
+// stored. Then the FailureReported condition records it (crawlStatus sets
+// it) and the teardown lets the pods go; until then a restarted operator
+// reports again (the store keeps one copy).
+func (c *Controller) reportFailure(ctx context.Context, key string, cj *trawlerv1.CrawlJob, reason string, crawlers map[int]*corev1.Pod) {
+	id := cj.Spec.ID
+	pods := make([]*corev1.Pod, 0, len(crawlers))
+	for _, i := range slices.Sorted(maps.Keys(crawlers)) {
+		pods = append(pods, crawlers[i])
+	}
+	var lines []string
+	c.retryInBackground(ctx, key, failureKey(key), "storing the failure report", id, func(ctx context.Context) error {
+		if lines == nil {
+			// The logs are read once; a retry stores the same lines.
+			lines = c.failureReport(ctx, reason, pods)
+		}
+		return c.store.AddOperatorCrawlErrors(ctx, id, lines)
+	})
+}
+
+// crawlLogLine is a line of the crawl's errors, shaped as the crawler's
+// own JSON log lines.
+type crawlLogLine struct {
+	Timestamp string         `json:"timestamp"`
+	LogLevel  string         `json:"logLevel"`
+	Context   string         `json:"context"`
+	Message   string         `json:"message"`
+	Details   map[string]any `json:"details"`
+}
+
+// failureReport is the reason, then one line per crawler pod with its
+// restarts, last exit code and last log lines.
+func (c *Controller) failureReport(ctx context.Context, reason string, pods []*corev1.Pod) []string {
+	ts := c.clock.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	entries := []crawlLogLine{{Timestamp: ts, LogLevel: "fatal", Context: "operator", Message: reason, Details: map[string]any{}}}
+	for _, p := range pods {
+		details := map[string]any{"pod": p.Name}
+		if cs := crawlerContainer(p); cs != nil {
+			details["restarts"] = cs.RestartCount
+			if t := lastTermination(cs); t != nil {
+				details["exitCode"] = t.ExitCode
+			}
+		}
+		logs, err := c.logs.PodLogs(ctx, p.Namespace, p.Name, p.Spec.Containers[0].Name, failureLogLines)
+		if err != nil {
+			details["logsError"] = err.Error()
+		} else {
+			details["logs"] = strings.Split(strings.TrimRight(logs, "\n"), "\n")
+		}
+		entries = append(entries, crawlLogLine{Timestamp: ts, LogLevel: "error", Context: "operator",
+			Message: "last log lines of crawler pod " + p.Name, Details: details})
+	}
+	lines := make([]string, len(entries))
+	for i, e := range entries {
+		b, _ := json.Marshal(e) // strings, numbers and string lists only
+		lines[i] = string(b)
+	}
+	return lines
 }

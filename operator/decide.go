@@ -30,6 +30,10 @@ const (
 	// CondStartedNotified is True once the crawlStarted notification is
 	// stored, so a restarted operator stores it if a crash came between.
 	CondStartedNotified = "StartedNotified"
+	// CondFailureReported is True once the reason the operator failed a
+	// crawl (status.failReason) and its crawler pods' last log lines are
+	// in the crawl's errors; the crawler pods stay until then.
+	CondFailureReported = "FailureReported"
 )
 
 // observed is everything one sync learned. decide reads only this.
@@ -56,6 +60,9 @@ type observed struct {
 	// StartedNotified is true when the crawlStarted notification was just
 	// stored.
 	StartedNotified bool
+	// FailureReported is true when the failure report (see
+	// CondFailureReported) was just stored.
+	FailureReported bool
 }
 
 // transition is a state change to attempt as a compare-and-set on the
@@ -162,7 +169,12 @@ func decide(o observed, cfg Config) decision {
 
 	d.resolveScale(o, wanted)
 
-	switch {
+	switch reason := d.crashLoop(o, cfg); {
+	case reason != "":
+		// The crawler pods stay until the reason and their last log lines
+		// are in the crawl's errors (teardown).
+		st.FailReason = reason
+		d.plan(transition{To: store.StateFailed, From: store.ActiveStates, Finished: true, Stats: redisStats(o.Redis)})
 	case !active:
 		st.WaitingReason = schedulingMessage(o.Crawlers)
 		if store.IsRunning(st.State) || (st.State == store.StateStarting && startingTooLong) {
@@ -242,7 +254,7 @@ func (d *decision) running(o observed, cfg Config) {
 	st.Stopping = stopping
 	d.Control.Stopping = stopping
 
-	stats := &store.CrawlStats{Found: r.PagesFound, Done: r.PagesDone, Size: r.Size}
+	stats := redisStats(r)
 	var done, failed, succeededDone int
 	anyRunning := false
 	phases := map[string]bool{}
@@ -300,6 +312,15 @@ func (d *decision) running(o observed, cfg Config) {
 		}
 		d.plan(transition{To: next, From: from})
 	}
+}
+
+// redisStats are the crawl's stats as its Redis last told, nil when it
+// was not reachable.
+func redisStats(r *redisState) *store.CrawlStats {
+	if r == nil || !r.Reachable {
+		return nil
+	}
+	return &store.CrawlStats{Found: r.PagesFound, Done: r.PagesDone, Size: r.Size}
 }
 
 // trackActivity keeps InitRedis, the CrawlerActive condition and
@@ -408,6 +429,17 @@ func (d *decision) teardown(o observed) {
 		}
 		sort.Ints(d.Plan.CrawlerPVCs)
 	}
+	if failureUnreported(d.Status, o) {
+		// Their logs go with them: keep the crawler pods there are until
+		// their last lines are in the crawl's errors.
+		d.Plan.CrawlerPods = slices.Sorted(maps.Keys(o.Crawlers))
+	}
+}
+
+// failureUnreported tells whether the operator failed the crawl and the
+// report of why is not stored yet.
+func failureUnreported(st trawlerv1.CrawlJobStatus, o observed) bool {
+	return st.FailReason != "" && !o.FailureReported && !meta.IsStatusConditionTrue(st.Conditions, CondFailureReported)
 }
 
 func (d *decision) after(delay time.Duration) {

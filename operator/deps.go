@@ -55,6 +55,9 @@ type CrawlStore interface {
 	AddCrawlFiles(ctx context.Context, crawlID string, files []store.CrawlFile) (store.FileResult, error)
 	// AddCrawlErrors records error lines seq, seq+1, ... at most once.
 	AddCrawlErrors(ctx context.Context, crawlID string, seq int64, lines []string) error
+	// AddOperatorCrawlErrors records the operator's own lines about a
+	// crawl, after the crawler's, at most once.
+	AddOperatorCrawlErrors(ctx context.Context, crawlID string, lines []string) error
 	// SetCrawlPods replaces the per-pod view of the crawl.
 	SetCrawlPods(ctx context.Context, crawlID string, pods map[string]store.PodStatus) error
 	// RunPostCrawlTasks does the store's idempotent post-crawl work.

@@ -22,23 +22,32 @@ func (c *Controller) notifyStarted(ctx context.Context, key string, cj *trawlerv
 	if c.events == nil || st.State != store.StateRunning || meta.IsStatusConditionTrue(st.Conditions, CondStartedNotified) {
 		return
 	}
-	skey := startedKey(key)
 	id := cj.Spec.ID
-	c.finishers.start(skey, func() {
+	c.retryInBackground(ctx, key, startedKey(key), "crawlStarted notification", id, func(ctx context.Context) error {
+		crawl, err := c.store.GetCrawlByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		return c.events.CrawlStarted(ctx, crawl)
+	})
+}
+
+// retryInBackground runs fn as the finishers' task fkey, each try bounded
+// by the store timeout, retrying with backoff until it succeeds; then it
+// marks fkey done and syncs the job key again, whose status records it.
+func (c *Controller) retryInBackground(ctx context.Context, key, fkey, what, crawlID string, fn func(context.Context) error) {
+	c.finishers.start(fkey, func() {
 		for attempt := 1; ctx.Err() == nil; attempt++ {
 			sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
-			crawl, err := c.store.GetCrawlByID(sctx, id)
-			if err == nil {
-				err = c.events.CrawlStarted(sctx, crawl)
-			}
+			err := fn(sctx)
 			cancel()
 			if err == nil {
-				c.finishers.markDone(skey)
+				c.finishers.markDone(fkey)
 				c.queue.Add(key)
 				return
 			}
 			delay := backoff(time.Second, attempt, 30*time.Second)
-			c.log.Warn("crawlStarted notification failed, will retry", "crawl", id, "in", delay, "err", err)
+			c.log.Warn(what+" failed, will retry", "crawl", crawlID, "in", delay, "err", err)
 			select {
 			case <-ctx.Done():
 			case <-c.clock.After(delay):

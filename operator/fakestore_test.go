@@ -19,6 +19,7 @@ type memStore struct {
 	down     bool
 	crawls   map[string]*store.Crawl
 	errLines map[string]map[int64]string
+	opLines  map[string][]string
 	orgs     map[uuid.UUID]*store.Org
 	calls    map[string]int
 }
@@ -27,7 +28,7 @@ var errDown = errors.New("server selection timeout")
 
 func newMemStore() *memStore {
 	return &memStore{crawls: map[string]*store.Crawl{}, errLines: map[string]map[int64]string{},
-		orgs: map[uuid.UUID]*store.Org{}, calls: map[string]int{}}
+		opLines: map[string][]string{}, orgs: map[uuid.UUID]*store.Org{}, calls: map[string]int{}}
 }
 
 func (m *memStore) addCrawl(id string) {
@@ -164,6 +165,16 @@ func (m *memStore) AddCrawlErrors(_ context.Context, id string, seq int64, lines
 			e[seq+int64(i)] = l
 		}
 	}
+	return nil
+}
+
+func (m *memStore) AddOperatorCrawlErrors(_ context.Context, id string, lines []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.enter("AddOperatorCrawlErrors"); err != nil {
+		return err
+	}
+	m.opLines[id] = lines
 	return nil
 }
 

@@ -52,6 +52,7 @@ func testConfig() Config {
 		RedisIdle:               60 * time.Second,
 		StartingTimeout:         60 * time.Second,
 		StuckPodTimeout:         60 * time.Second,
+		CrashLoopRestarts:       5,
 	}
 }
 

@@ -44,6 +44,13 @@ func crawlStatus(o observed, d decision, results []transitionResult) trawlerv1.C
 	if o.StartedNotified {
 		setCondition(&st, CondStartedNotified, metav1.ConditionTrue, "Stored", "crawlStarted notification stored", o.Now)
 	}
+	if st.State != store.StateFailed {
+		// The store refused the failure (the crawl ended otherwise first).
+		st.FailReason = ""
+	}
+	if o.FailureReported && st.FailReason != "" {
+		setCondition(&st, CondFailureReported, metav1.ConditionTrue, "Stored", "failure reason and crawler logs stored in the crawl's errors", o.Now)
+	}
 	st.Pods = podStatuses(o)
 	if st.Finished != nil {
 		// Keep the last view of pods torn down: their exit is the story of
@@ -143,11 +150,7 @@ func podStatus(p *corev1.Pod, pvc *corev1.PersistentVolumeClaim) trawlerv1.PodSt
 	if len(p.Status.ContainerStatuses) > 0 {
 		cs := p.Status.ContainerStatuses[0]
 		s.Restarts = cs.RestartCount
-		term := cs.State.Terminated
-		if term == nil {
-			term = cs.LastTerminationState.Terminated
-		}
-		if term != nil {
+		if term := lastTermination(&cs); term != nil {
 			code := term.ExitCode
 			s.ExitCode = &code
 			s.Reason = term.Reason

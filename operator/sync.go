@@ -32,6 +32,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.budget.forget(key)
 		c.finishers.forget(key)
 		c.finishers.forget(startedKey(key))
+		c.finishers.forget(failureKey(key))
 		return nil
 	}
 	if err != nil {
@@ -83,6 +84,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	d.RequeueAfter = minPositive(d.RequeueAfter, later)
 
 	if st.Finished != nil {
+		if st.FailReason != "" && !meta.IsStatusConditionTrue(st.Conditions, CondFailureReported) {
+			c.reportFailure(ctx, key, cj, st.FailReason, o.Crawlers)
+		}
 		if !d.Teardown {
 			// The crawl just ended: tear down from the next sync on.
 			c.queue.Add(key)
@@ -182,6 +186,7 @@ func (c *Controller) observe(ctx context.Context, key string, cj *trawlerv1.Craw
 	o.Redis = c.pollers.get(key)
 	o.FinishTasksDone = c.finishers.done(key)
 	o.StartedNotified = c.finishers.done(startedKey(key))
+	o.FailureReported = c.finishers.done(failureKey(key))
 
 	if st := cj.Status; cj.DeletionTimestamp == nil && (st.State == "" || gatedByOrgLimit(&st)) {
 		if o.OrgSlotFree, err = c.orgLimitAllows(ctx, cj); err != nil {

@@ -130,6 +130,15 @@ type CrawlJobStatus struct {
 	// WaitingReason tells why no crawler runs yet, e.g. the scheduler's
 	// message for an unschedulable pod.
 	WaitingReason string `json:"waitingReason,omitempty"`
+	// RestartsAtProgress is the sum of the crawler containers' restarts
+	// when the crawl last got a page done (or its pods were recreated):
+	// crawlers that restart operator.crash_loop_restarts times beyond it
+	// are getting nowhere, and the operator fails the crawl.
+	RestartsAtProgress int32 `json:"restartsAtProgress,omitempty"`
+	// FailReason says why the operator failed the crawl itself (a crawler
+	// exited with the crawler's fatal code, or crash-looped); it goes into
+	// the crawl's errors with the crawler pods' last log lines.
+	FailReason string `json:"failReason,omitempty"`
 	// Pods describes each child pod by name ("redis", "0", "1", ...).
 	Pods map[string]PodStatus `json:"pods,omitempty"`
 	// Conditions report problems such as an invalid spec.

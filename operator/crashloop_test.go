@@ -1,0 +1,149 @@
+package operator
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// crashingPod is crawler pod i, Running, whose container restarted
+// restarts times, the last run having exited with code (0: no exit yet),
+// now backing off.
+func crashingPod(i int, restarts, code int32) *corev1.Pod {
+	p := crawlerPodIn(i, corev1.PodRunning)
+	cs := corev1.ContainerStatus{Name: p.Spec.Containers[0].Name, RestartCount: restarts,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	if code != 0 {
+		cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+		cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: code, Reason: "Error"}
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
+	return p
+}
+
+// A crawl whose crawler exits with the crawler's fatal code (an exclusion
+// of "(", say) or crash-loops without progress showed running forever,
+// holding its org slot, pods and volumes. decide fails it, with the
+// reason in the status, and keeps the pods for their logs.
+func TestCrashLoop(t *testing.T) {
+	// A crawl running since t0 that had done 3 pages; restartsAtProgress
+	// is baseline.
+	job := func(baseline int32) *trawlerv1.CrawlJob {
+		return newJob(1, runningStatus(store.StateRunning, 1), withStatus(func(s *trawlerv1.CrawlJobStatus) {
+			s.PagesDone, s.PagesFound, s.RestartsAtProgress = 3, 10, baseline
+		}))
+	}
+	redis := func(status string, done int64) *redisState {
+		r := reachable(status)
+		r.PagesDone, r.PagesFound = done, 10
+		return r
+	}
+	tests := []struct {
+		name       string
+		job        *trawlerv1.CrawlJob
+		pod        *corev1.Pod
+		redis      *redisState
+		limit      int
+		wantReason string // "" = not failed by the operator
+		wantState  string // the transition planned, "" = none
+		baseline   int32
+	}{
+		{name: "fatal exit fails the crawl at once", job: job(0), pod: crashingPod(0, 1, 17), redis: redis("running", 3),
+			limit: 5, wantReason: "exited with the crawler's fatal code 17", wantState: store.StateFailed, baseline: 0},
+		{name: "fatal exit fails it even before Redis answers", job: job(0), pod: crashingPod(0, 0, 17),
+			limit: 5, wantReason: "fatal code 17", wantState: store.StateFailed},
+		{name: "fatal exit after writing failed is a stop with nothing done: the outcome rules decide",
+			job: newJob(1, runningStatus(store.StateRunning, 1), withStatus(func(s *trawlerv1.CrawlJobStatus) { s.Stopping = true })),
+			pod: crashingPod(0, 0, 17), redis: redis("failed", 0), limit: 5, wantState: store.StateCanceled},
+		{name: "four restarts without progress are tolerated", job: job(0), pod: crashingPod(0, 4, 1), redis: redis("running", 3),
+			limit: 5, wantState: "", baseline: 0},
+		{name: "the fifth restart without progress fails it", job: job(2), pod: crashingPod(0, 7, 1), redis: redis("running", 3),
+			limit: 5, wantReason: "restarted 5 times without a page done", wantState: store.StateFailed, baseline: 2},
+		{name: "a page done moves the baseline", job: job(2), pod: crashingPod(0, 7, 1), redis: redis("running", 4),
+			limit: 5, wantState: "", baseline: 7},
+		{name: "recreated pods count from zero again", job: job(6), pod: crashingPod(0, 1, 1), redis: redis("running", 3),
+			limit: 5, wantState: "", baseline: 1},
+		{name: "restarts are counted while Redis is away", job: job(0), pod: crashingPod(0, 5, 137),
+			limit: 5, wantReason: "restarted 5 times", wantState: store.StateFailed},
+		{name: "a limit of 0 never fails on restarts", job: job(0), pod: crashingPod(0, 50, 1), redis: redis("running", 3),
+			limit: 0, wantState: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.CrashLoopRestarts = tt.limit
+			o := observed{Now: t0.Add(time.Minute), Job: tt.job, Crawlers: map[int]*corev1.Pod{0: tt.pod},
+				RedisPod: redisPodIn(corev1.PodRunning), Redis: tt.redis, ConfigMapOK: true, OrgSlotFree: true,
+				PVCs: map[string]*corev1.PersistentVolumeClaim{}}
+			d := decide(o, cfg)
+			if tt.wantState == "" {
+				// A running crawl stays running.
+				wantTransition("")(t, d)
+			} else {
+				wantTransition(tt.wantState)(t, d)
+			}
+			if got := d.Status.FailReason; (tt.wantReason == "") != (got == "") || !strings.Contains(got, tt.wantReason) {
+				t.Errorf("failReason %q, want one with %q", got, tt.wantReason)
+			}
+			if d.Status.RestartsAtProgress != tt.baseline {
+				t.Errorf("restartsAtProgress %d, want %d", d.Status.RestartsAtProgress, tt.baseline)
+			}
+			wantPods(0)(t, d)
+		})
+	}
+}
+
+// The crawler pods of a crawl the operator failed stay until the reason
+// and their logs are stored; the status keeps the reason only if the
+// store took the failure.
+func TestFailureReport(t *testing.T) {
+	failed := func(conds ...metav1.Condition) *trawlerv1.CrawlJob {
+		return newJob(1, runningStatus(store.StateFailed, 1), withStatus(func(s *trawlerv1.CrawlJobStatus) {
+			s.Finished, s.FailReason = mtime(t0), "crawler exited with the crawler's fatal code 17"
+			s.Conditions = append(s.Conditions, conds...)
+		}))
+	}
+	reported := metav1.Condition{Type: CondFailureReported, Status: metav1.ConditionTrue}
+	for _, tt := range []struct {
+		name     string
+		job      *trawlerv1.CrawlJob
+		justDone bool
+		want     []int
+	}{
+		{"unreported: the crawler pods stay", failed(), false, []int{0}},
+		{"just reported: they go", failed(), true, nil},
+		{"reported earlier: they go", failed(reported), false, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := observed{Now: t0.Add(time.Minute), Job: tt.job, Crawlers: map[int]*corev1.Pod{0: crashingPod(0, 3, 17)},
+				RedisPod: redisPodIn(corev1.PodRunning), ConfigMapOK: true, FailureReported: tt.justDone}
+			d := decide(o, testConfig())
+			if !d.Teardown || !slices.Equal(d.Plan.CrawlerPods, tt.want) {
+				t.Errorf("teardown %v, crawler pods %v, want %v", d.Teardown, d.Plan.CrawlerPods, tt.want)
+			}
+			st := crawlStatus(o, d, nil)
+			// The pods go once the report is recorded in the status.
+			if got := meta.IsStatusConditionTrue(st.Conditions, CondFailureReported); got != (tt.want == nil) {
+				t.Errorf("FailureReported %v", got)
+			}
+		})
+	}
+
+	// The store refused the failure: the crawl ended otherwise.
+	o := observed{Now: t0.Add(time.Minute), Job: newJob(1, runningStatus(store.StateRunning, 1)),
+		Crawlers: map[int]*corev1.Pod{0: crashingPod(0, 1, 17)}, RedisPod: redisPodIn(corev1.PodRunning),
+		Redis: reachable("running"), ConfigMapOK: true}
+	d := decide(o, testConfig())
+	st := crawlStatus(o, d, []transitionResult{{State: store.StateComplete, Finished: &t0}})
+	if st.State != store.StateComplete || st.FailReason != "" {
+		t.Errorf("refused failure: state %s, failReason %q", st.State, st.FailReason)
+	}
+}
