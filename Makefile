@@ -38,11 +38,20 @@ dev: testbin build
 	bin/trawler dev
 
 ## test: provision, then go vet and every unit and integration test (operator and sandbox under -race)
+# The plain and race steps run side by side: both spend most of their time
+# waiting on sandbox clusters, so on 2 cores they overlap well. Each step's
+# output is printed whole when it ends.
 test: testbin
 	@echo "== vet"
 	timeout $(VET_TIMEOUT) $(GO) vet ./...
+	$(MAKE) --no-print-directory --output-sync=target -j2 test-plain test-race
+
+.PHONY: test-plain test-race
+test-plain:
 	@echo "== test"
 	timeout $(TEST_TIMEOUT) $(GO) test -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e '/operator$$' -e '/sandbox')
+
+test-race:
 	@echo "== race: $(RACE_PKGS)"
 	CGO_ENABLED=1 timeout $(RACE_TIMEOUT) $(GO) test -race -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
 
