@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/trawlerhq/trawler/crawlredis"
 	"github.com/trawlerhq/trawler/jsregex"
@@ -40,20 +39,15 @@ func newLiveCrawls(ns, domain string, dial func(ctx context.Context, network, ad
 // client returns a client of the crawl's Redis with short timeouts and no
 // retries; the caller closes it.
 func (l *liveCrawls) client(crawlID string) (*redis.Client, error) {
-	opts, err := redis.ParseURL(k8s.RedisURL(crawlID, l.namespace, l.clusterDomain))
+	opts, err := crawlredis.ClientOptions(k8s.RedisURL(crawlID, l.namespace, l.clusterDomain), redisTimeout, l.dial)
 	if err != nil {
-		return nil, fmt.Errorf("parsing redis url: %w", err)
+		return nil, err
 	}
-	opts.Dialer, opts.MaxRetries, opts.PoolSize = l.dial, -1, 1
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = redisTimeout, redisTimeout, redisTimeout
+	opts.PoolSize = 1
 	// Without this go-redis ignores ctx deadlines shorter than the
 	// timeouts above, and a stalled Redis holds a caller with a smaller
 	// budget (live stats) for the full read timeout.
 	opts.ContextTimeoutEnabled = true
-	// A crawl's Redis is a plain redis-server: no client name to set, no
-	// maintenance notifications to ask for (a wasted round trip each).
-	opts.DisableIdentity = true
-	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	r := redis.NewClient(opts)
 	if l.hook != nil {
 		r.AddHook(l.hook)

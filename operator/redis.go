@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/trawlerhq/trawler/crawlredis"
 	"github.com/trawlerhq/trawler/k8s"
@@ -19,17 +18,18 @@ import (
 // poll, so one busy crawl cannot make a poll slow.
 const batchSize = 100
 
-// newRedisClient returns a client for one crawl's Redis with short
-// timeouts and no retries: a slow or absent Redis fails fast and the
-// caller decides when to try again.
+// newRedisClient returns a client for one crawl's Redis, sized for a
+// thousand of them held at once.
 func newRedisClient(cfg Config, crawlID string) (*redis.Client, error) {
-	opts, err := redis.ParseURL(k8s.RedisURL(crawlID, cfg.Namespace, cfg.ClusterDomain))
-	if err != nil {
-		return nil, fmt.Errorf("parsing redis url: %w", err)
+	dial := cfg.RedisDialer
+	if dial == nil {
+		d := &net.Dialer{Timeout: cfg.RedisTimeout}
+		dial = d.DialContext
 	}
-	opts.DialTimeout = cfg.RedisTimeout
-	opts.ReadTimeout = cfg.RedisTimeout
-	opts.WriteTimeout = cfg.RedisTimeout
+	opts, err := crawlredis.ClientOptions(k8s.RedisURL(crawlID, cfg.Namespace, cfg.ClusterDomain), cfg.RedisTimeout, dial)
+	if err != nil {
+		return nil, err
+	}
 	opts.PoolSize = 2
 	// A poll reads a few small keys, and a thousand crawls each hold a
 	// client: pipelines share the main pool (one connection, not two) and
@@ -38,18 +38,7 @@ func newRedisClient(cfg Config, crawlID string) (*redis.Client, error) {
 	opts.PipelinePoolSize = -1
 	opts.ReadBufferSize, opts.WriteBufferSize = 4<<10, 4<<10
 	opts.MinIdleConns = 0
-	// No maintenance notifications: a crawl's Redis is a plain pod, and the
-	// handlers cost ~5 KiB per client.
-	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	opts.MaxRetries = -1
 	opts.DialerRetries = 1
-	opts.DisableIdentity = true
-	if cfg.RedisDialer != nil {
-		opts.Dialer = cfg.RedisDialer
-	} else {
-		d := &net.Dialer{Timeout: cfg.RedisTimeout}
-		opts.Dialer = d.DialContext
-	}
 	c := redis.NewClient(opts)
 	if cfg.RedisHook != nil {
 		c.AddHook(cfg.RedisHook)
