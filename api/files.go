@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/storage"
 	"github.com/trawlerhq/trawler/store"
 )
@@ -42,7 +41,7 @@ func (s *Server) fileObject(org *store.Org, f *store.CrawlFile) (*storage.Bucket
 	switch {
 	case f.DefStorageName != nil:
 		name = *f.DefStorageName
-	case org.Storage.Type == "s3":
+	case isCustomStorage(org):
 		b, err := s.objects.Custom(orgStorageConfig(org.Storage))
 		if err != nil {
 			return nil, "", err
@@ -55,10 +54,7 @@ func (s *Server) fileObject(org *store.Org, f *store.CrawlFile) (*storage.Bucket
 	default:
 		// A relative name without a storage (e.g. an imported record)
 		// is taken to be in the org's configured storage.
-		name = org.Storage.Name
-		if name == "" {
-			name = k8s.DefaultStorageName
-		}
+		name, _ = s.orgStorage(org)
 	}
 	b, err := s.objects.Named(name)
 	if err != nil {
