@@ -10,7 +10,6 @@ import (
 // that bring their own storage. It is safe for concurrent use.
 type Registry struct {
 	opts     Options
-	defName  string
 	named    map[string]*Bucket
 	mu       sync.Mutex
 	custom   map[string]*Bucket // by the configuration's JSON
@@ -24,7 +23,7 @@ const maxCustomBuckets = 1000
 // NewRegistry builds a Bucket for each named storage. defaultName must be
 // one of them; it is the storage of orgs that have none of their own.
 func NewRegistry(storages []Config, defaultName string, opts Options) (*Registry, error) {
-	r := &Registry{opts: opts, defName: defaultName, named: map[string]*Bucket{},
+	r := &Registry{opts: opts, named: map[string]*Bucket{},
 		custom: map[string]*Bucket{}, maxCache: maxCustomBuckets}
 	for _, cfg := range storages {
 		if cfg.Name == "" {
@@ -45,9 +44,6 @@ func NewRegistry(storages []Config, defaultName string, opts Options) (*Registry
 	return r, nil
 }
 
-// DefaultName is the name of the default storage.
-func (r *Registry) DefaultName() string { return r.defName }
-
 // Named returns the configured storage called name.
 func (r *Registry) Named(name string) (*Bucket, error) {
 	b, ok := r.named[name]
@@ -55,15 +51,6 @@ func (r *Registry) Named(name string) (*Bucket, error) {
 		return nil, fmt.Errorf("storage %q: %w", name, ErrUnknownStorage)
 	}
 	return b, nil
-}
-
-// Names lists the configured storages.
-func (r *Registry) Names() []string {
-	names := make([]string, 0, len(r.named))
-	for n := range r.named {
-		names = append(names, n)
-	}
-	return names
 }
 
 // Custom returns the bucket of an org's own storage, reusing the client
