@@ -82,14 +82,14 @@ type StatsRead struct {
 	keys  Keys
 	found *redis.IntCmd
 	done  *redis.StringCmd
-	sizes *redis.StringSliceCmd
+	sizes *redis.MapStringStringCmd
 }
 
 // QueueStats queues the reads of crawl id's stats on pipe.
 func QueueStats(ctx context.Context, pipe redis.Pipeliner, id string) StatsRead {
 	k := Keys(id)
 	return StatsRead{keys: k, found: pipe.SCard(ctx, k.Seen()), done: pipe.Get(ctx, k.Done()),
-		sizes: pipe.HVals(ctx, k.Size())}
+		sizes: pipe.HGetAll(ctx, k.Size())}
 }
 
 // Result returns the stats once the pipeline ran. A :d kept as a list
@@ -112,6 +112,16 @@ func (r StatsRead) Result(ctx context.Context, c redis.Cmdable) (Stats, error) {
 		st.Size += n
 	}
 	return st, nil
+}
+
+// Sizes returns each instance's archive size, keyed by instance id, once
+// the pipeline ran; the crawl's size is their sum.
+func (r StatsRead) Sizes() map[string]int64 {
+	sizes := make(map[string]int64, len(r.sizes.Val()))
+	for uid, v := range r.sizes.Val() {
+		sizes[uid], _ = strconv.ParseInt(v, 10, 64)
+	}
+	return sizes
 }
 
 // ReadStats reads crawl id's stats in one round trip (two for a crawler
@@ -142,7 +152,6 @@ func ReadProgress(ctx context.Context, c redis.Cmdable, id string) (Progress, er
 	k := Keys(id)
 	pipe := c.Pipeline()
 	read := QueueStats(ctx, pipe, id)
-	sizes := pipe.HGetAll(ctx, k.Size())
 	statuses := pipe.HGetAll(ctx, k.Status())
 	failed := pipe.LLen(ctx, k.Failed())
 	if _, err := pipe.Exec(ctx); err != nil && !IsMissingOrWrongType(err) {
@@ -152,9 +161,5 @@ func ReadProgress(ctx context.Context, c redis.Cmdable, id string) (Progress, er
 	if err != nil {
 		return Progress{}, err
 	}
-	p := Progress{Stats: st, Failed: failed.Val(), Statuses: statuses.Val(), Sizes: map[string]int64{}}
-	for uid, v := range sizes.Val() {
-		p.Sizes[uid], _ = strconv.ParseInt(v, 10, 64)
-	}
-	return p, nil
+	return Progress{Stats: st, Failed: failed.Val(), Statuses: statuses.Val(), Sizes: read.Sizes()}, nil
 }
