@@ -44,10 +44,10 @@ func (ps *pollers) ensure(ctx context.Context, key string, cj *trawlerv1.CrawlJo
 			return
 		}
 		pctx, cancel := context.WithCancel(ctx)
-		p = &poller{ps: ps, key: key, id: cj.Spec.ID, client: client, cancel: cancel, kick: make(chan struct{}, 1),
+		p = &poller{ps: ps, key: key, id: cj.Spec.ID, client: client, ctx: pctx, cancel: cancel,
 			in: newIngester(cj, ps.store, ps.cfg.StoreTimeout, ps.log), done: make(chan struct{})}
 		ps.m[key] = p
-		go p.run(pctx)
+		p.start()
 	}
 	ps.mu.Unlock()
 	p.setControl(ctl)
@@ -79,7 +79,7 @@ func (ps *pollers) stop(key string) <-chan struct{} {
 	if p == nil {
 		return stopped
 	}
-	p.cancel()
+	p.halt()
 	return p.done
 }
 
@@ -100,19 +100,29 @@ func (ps *pollers) stopAll() {
 // errors, and wakes the controller when something changed: at once for
 // what may change a decision, within the write budget for progress (the
 // sync writes the stats, to the status and the crawl document together).
+//
+// It holds no goroutine between rounds: each round runs from a timer
+// (time.AfterFunc), so a thousand crawls cost a thousand timers, not a
+// thousand parked goroutines and their stacks.
 type poller struct {
 	ps     *pollers
 	key    string
 	id     string
 	client *redis.Client
 	in     *ingester
+	ctx    context.Context
 	cancel context.CancelFunc
-	kick   chan struct{}
+	timer  *time.Timer
 	done   chan struct{}
+	ended  sync.Once
 
 	mu    sync.Mutex
 	ctl   redisControl
 	state *redisState
+	// polling says a round runs; kicked that a new control came during
+	// it, so the next round starts at once.
+	polling bool
+	kicked  bool
 
 	failures   int
 	storeRetry time.Time
@@ -123,37 +133,75 @@ type poller struct {
 // changed.
 func (p *poller) setControl(ctl redisControl) {
 	p.mu.Lock()
-	changed := !p.ctl.equal(ctl)
+	defer p.mu.Unlock()
+	if p.ctl.equal(ctl) {
+		return
+	}
 	p.ctl = ctl
-	p.mu.Unlock()
-	if changed {
-		select {
-		case p.kick <- struct{}{}:
-		default:
-		}
+	if p.polling {
+		p.kicked = true
+	} else if p.ctx.Err() == nil {
+		p.timer.Reset(0)
 	}
 }
 
-func (p *poller) run(ctx context.Context) {
-	defer close(p.done)
-	defer func() { p.client.Close() }()
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		case <-p.kick:
-			if !timer.Stop() {
-				select {
-				case <-timer.C:
-				default:
-				}
-			}
-		}
-		timer.Reset(p.pollOnce(ctx))
+// start runs the first round at once.
+func (p *poller) start() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.timer = time.AfterFunc(0, p.round)
+}
+
+// round polls once and sets the timer for the next round. A timer reset
+// by a kick can fire while a round runs; that second round returns at
+// once, and the kick makes the running one go again.
+func (p *poller) round() {
+	p.mu.Lock()
+	if p.polling {
+		p.mu.Unlock()
+		return
 	}
+	if p.ctx.Err() != nil {
+		p.mu.Unlock()
+		p.end()
+		return
+	}
+	p.polling = true
+	p.mu.Unlock()
+
+	next := p.pollOnce(p.ctx)
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.polling = false
+	if p.ctx.Err() != nil {
+		p.end()
+		return
+	}
+	if p.kicked {
+		p.kicked, next = false, 0
+	}
+	p.timer.Reset(next)
+}
+
+// halt stops the poller: at once when no round runs or is due to start,
+// else once that round returns.
+func (p *poller) halt() {
+	p.cancel()
+	p.mu.Lock()
+	idle := !p.polling && p.timer.Stop()
+	p.mu.Unlock()
+	if idle {
+		p.end()
+	}
+}
+
+// end closes the poller's client and reports it gone, once.
+func (p *poller) end() {
+	p.ended.Do(func() {
+		p.client.Close()
+		close(p.done)
+	})
 }
 
 // pollOnce does one round and returns the delay until the next: the poll

@@ -33,10 +33,12 @@ func newRedisClient(cfg Config, crawlID string) (*redis.Client, error) {
 	opts.PoolSize = 2
 	// A poll reads a few small keys, and a thousand crawls each hold a
 	// client: pipelines share the main pool (one connection, not two) and
-	// 4 KiB buffers keep them all within a few MiB (the defaults cost
-	// ~320 KiB per client; larger replies are read in several fills).
+	// 1 KiB buffers keep them all within a few MiB (the defaults cost
+	// ~320 KiB per client). A poll's commands and its usual replies fit;
+	// a larger reply (a batch of crawls-done messages) is read in several
+	// fills.
 	opts.PipelinePoolSize = -1
-	opts.ReadBufferSize, opts.WriteBufferSize = 4<<10, 4<<10
+	opts.ReadBufferSize, opts.WriteBufferSize = 1<<10, 1<<10
 	opts.MinIdleConns = 0
 	opts.DialerRetries = 1
 	c := redis.NewClient(opts)

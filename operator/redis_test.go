@@ -239,3 +239,64 @@ func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
 		t.Error("stopping not asserted again after the restart")
 	}
 }
+
+// TestPollerRoundsKicksAndStop: the poller runs its rounds from a timer.
+// A control change during a round makes another round follow at once
+// (the poll interval here is an hour, so only that can assert it), and a
+// stop during a round ends the poller once that round returns.
+func TestPollerRoundsKicksAndStop(t *testing.T) {
+	_, cfg, c := testRedis(t)
+	cfg.RedisPollInterval = time.Hour
+	cfg.RedisTimeout = 5 * time.Second
+	dial := cfg.RedisDialer
+	dialing, release := make(chan struct{}, 10), make(chan struct{})
+	cfg.RedisDialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dialing <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return dial(ctx, network, addr)
+	}
+	ctx := context.Background()
+	st := newMemStore()
+	st.addCrawl(testID)
+	ps := newPollers(cfg, st, clock.RealClock{}, slog.Default(), func(string, bool) {})
+	defer ps.stopAll()
+	cj := newJob(1)
+	k := crawlredis.Keys(testID)
+
+	// The first round waits in its dial; a new control arrives meanwhile.
+	ps.ensure(ctx, "a", cj, redisControl{})
+	<-dialing
+	ps.ensure(ctx, "a", cj, redisControl{Stopping: true})
+	close(release)
+	if !eventually(5*time.Second, func() bool { return c.Get(ctx, k.Stopping()).Val() == "1" }) {
+		t.Fatal("the control that came during a round was not asserted by the next one")
+	}
+
+	// Idle between rounds: a stop ends the poller at once.
+	select {
+	case <-ps.stop("a"):
+	case <-time.After(5 * time.Second):
+		t.Fatal("an idle poller did not end when stopped")
+	}
+
+	// A stop during a round waits for that round.
+	release = make(chan struct{})
+	ps.ensure(ctx, "b", cj, redisControl{})
+	<-dialing
+	done := ps.stop("b")
+	select {
+	case <-done:
+		t.Fatal("the poller ended while its round was still running")
+	default:
+	}
+	close(release)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the poller did not end after its round returned")
+	}
+}

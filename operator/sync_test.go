@@ -75,8 +75,13 @@ func (f *fixture) seed(obj runtime.Object) {
 func (f *fixture) withRedis(st *redisState) {
 	done := make(chan struct{})
 	close(done)
-	f.c.pollers.m["crawlers/"+k8s.CrawlJobName(testID)] = &poller{state: st, kick: make(chan struct{}, 1),
-		done: done, cancel: func() {}}
+	// An ended poller: its context is done and its timer stopped, so it
+	// never polls, and halting it again does nothing.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	f.c.pollers.m["crawlers/"+k8s.CrawlJobName(testID)] = &poller{state: st, ctx: ctx, cancel: cancel, timer: timer, done: done}
 }
 
 func (f *fixture) sync() error {
