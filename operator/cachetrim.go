@@ -16,12 +16,23 @@ import (
 //     env, volumes, affinity and tolerations were a sixth of the heap.
 //     The operator never updates a pod, so the trimmed spec is never sent
 //     back.
+//   - a ConfigMap's values: the operator only checks that the crawl
+//     config's key is there (pods mount it), and a config with its seed
+//     list can be large.
 func trimForCache(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
 	}
-	if p, ok := obj.(*corev1.Pod); ok {
-		p.Spec = trimPodSpec(p.Spec)
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		o.Spec = trimPodSpec(o.Spec)
+	case *corev1.ConfigMap:
+		for k := range o.Data {
+			o.Data[k] = ""
+		}
+		for k := range o.BinaryData {
+			o.BinaryData[k] = nil
+		}
 	}
 	return obj, nil
 }
