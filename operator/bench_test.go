@@ -333,10 +333,13 @@ func BenchmarkThousandRunningCrawls(b *testing.B) {
 	b.ReportMetric(100*float64(cpu1-cpu0)/float64(window), "cpu-%")
 	b.Logf("%d running crawls: RSS %.1f MiB, %.2f API requests/s (%.2f writes/s), CPU %.1f%% of a core",
 		n, float64(rss)/(1<<20), total/window.Seconds(), writes/window.Seconds(), 100*float64(cpu1-cpu0)/float64(window))
+	resident := child.residentMemory()
+	b.Logf("resident: RssAnon %.1f MiB (the Go runtime), RssFile %.1f MiB (the executable's pages)",
+		float64(resident["RssAnon"])/(1<<20), float64(resident["RssFile"])/(1<<20))
 	if stats, err := child.memStats(); err == nil {
 		b.Logf("runtime memory: %s", stats)
 	}
-	saveProfiles(b, child, "heap?gc=1", "goroutine")
+	saveProfiles(b, child, "heap?gc=1", "goroutine", "profile?seconds=10")
 }
 
 // saveProfiles writes the child's profiles to $BENCH_PROFILE_DIR (default:

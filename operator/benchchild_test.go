@@ -226,15 +226,8 @@ func (c *childOperator) requests() map[string]int64 {
 
 // usage reads the child's resident memory (bytes) and CPU time.
 func (c *childOperator) usage() (rss int64, cpu time.Duration) {
+	rss = c.residentMemory()["VmRSS"]
 	pid := strconv.Itoa(c.cmd.Process.Pid)
-	if b, err := os.ReadFile("/proc/" + pid + "/status"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-				kb, _ := strconv.ParseInt(f[1], 10, 64)
-				rss = kb * 1024
-			}
-		}
-	}
 	if b, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
 		// Fields after the parenthesised command: utime and stime are the
 		// 12th and 13th.
@@ -247,6 +240,24 @@ func (c *childOperator) usage() (rss int64, cpu time.Duration) {
 		}
 	}
 	return rss, cpu
+}
+
+// residentMemory reads the child's resident memory figures (bytes): VmRSS
+// and its parts RssAnon (the Go runtime's memory) and RssFile (pages of
+// the executable).
+func (c *childOperator) residentMemory() map[string]int64 {
+	out := map[string]int64{}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(c.cmd.Process.Pid) + "/status")
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && (f[0] == "VmRSS:" || strings.HasPrefix(f[0], "Rss")) {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			out[strings.TrimSuffix(f[0], ":")] = kb * 1024
+		}
+	}
+	return out
 }
 
 // profile fetches one of the child's pprof profiles (e.g. "heap?gc=1").
@@ -267,7 +278,8 @@ func (c *childOperator) profile(name string) ([]byte, error) {
 }
 
 // memStats returns the child's runtime memory figures that make up its
-// RSS (heap in use and idle, released to the OS, stacks, next GC goal),
+// RSS (heap in use and idle, released to the OS, stacks, span and GC
+// metadata, next GC goal),
 // from the runtime.MemStats the heap profile's debug form ends with.
 func (c *childOperator) memStats() (string, error) {
 	data, err := c.profile("heap?debug=1")
@@ -275,7 +287,7 @@ func (c *childOperator) memStats() (string, error) {
 		return "", err
 	}
 	want := map[string]bool{"HeapAlloc": true, "HeapInuse": true, "HeapIdle": true, "HeapReleased": true, "HeapSys": true,
-		"StackInuse": true, "Sys": true, "NextGC": true}
+		"Stack": true, "MSpan": true, "GCSys": true, "OtherSys": true, "Sys": true, "NextGC": true}
 	var out []string
 	for _, line := range strings.Split(string(data), "\n") {
 		name, value, ok := strings.Cut(strings.TrimPrefix(line, "# "), " = ")
