@@ -343,25 +343,28 @@ func BenchmarkThousandRunningCrawls(b *testing.B) {
 }
 
 // saveProfiles writes the child's profiles to $BENCH_PROFILE_DIR (default:
-// the temp dir) and logs where.
+// the temp dir) and logs where, in one line (a benchmark's log keeps only
+// its first lines).
 func saveProfiles(b *testing.B, child *childOperator, names ...string) {
 	dir := os.Getenv("BENCH_PROFILE_DIR")
 	if dir == "" {
 		dir = os.TempDir()
 	}
+	var saved []string
 	for _, name := range names {
 		data, err := child.profile(name)
 		if err != nil {
-			b.Logf("profile %s: %v", name, err)
+			saved = append(saved, fmt.Sprintf("%s: %v", name, err))
 			continue
 		}
 		file := fmt.Sprintf("%s/trawler-bench-%s-%s.pb.gz", dir, time.Now().Format("20060102-150405"), strings.SplitN(name, "?", 2)[0])
 		if err := os.WriteFile(file, data, 0o644); err != nil {
-			b.Logf("profile %s: %v", name, err)
+			saved = append(saved, fmt.Sprintf("%s: %v", name, err))
 			continue
 		}
-		b.Logf("profile %s: go tool pprof -top %s", name, file)
+		saved = append(saved, file)
 	}
+	b.Logf("profiles (go tool pprof -top FILE): %s", strings.Join(saved, " "))
 }
 
 // BenchmarkStatusLatency (issue 5, bench c; issue 11): over 10 running

@@ -176,6 +176,7 @@ func servePprof(file string) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	go func() { _ = http.Serve(l, mux) }()
 	return os.WriteFile(file, []byte(l.Addr().String()), 0o644)
 }
