@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -59,15 +60,20 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.pollers.stop(key)
 	}
 
-	var errs []error
-	results, err := c.recordTransitions(ctx, cj, d.Transitions)
-	if err != nil {
-		errs = append(errs, err)
+	// The store's compare-and-set and the children's creation overlap:
+	// neither needs the other's answer (the children converge to the plan
+	// whatever the store says, and a refused change shows in the status
+	// and the next plan), so a new crawl's pods do not wait on the
+	// database.
+	var results []transitionResult
+	var transitionErr error
+	var wg sync.WaitGroup
+	if len(d.Transitions) > 0 {
+		wg.Go(func() { results, transitionErr = c.recordTransitions(ctx, cj, d.Transitions) })
 	}
-	requeue, err := c.apply(ctx, cj, o, desiredChildren(cj, c.cfg, d.Plan))
-	if err != nil {
-		errs = append(errs, err)
-	}
+	requeue, applyErr := c.apply(ctx, cj, o, desiredChildren(cj, c.cfg, d.Plan))
+	wg.Wait()
+	errs := []error{transitionErr, applyErr}
 	d.RequeueAfter = minPositive(d.RequeueAfter, requeue)
 
 	st := crawlStatus(o, d, results)
