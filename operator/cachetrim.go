@@ -16,6 +16,9 @@ import (
 //     env, volumes, affinity and tolerations were a sixth of the heap.
 //     The operator never updates a pod, so the trimmed spec is never sent
 //     back.
+//   - a PVC's spec but its requests (the pod status shows the storage
+//     request), and its status: the operator never reads them, and never
+//     updates a PVC.
 //   - a ConfigMap's values: the operator only checks that the crawl
 //     config's key is there (pods mount it), and a config with its seed
 //     list can be large.
@@ -26,6 +29,9 @@ func trimForCache(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		o.Spec = trimPodSpec(o.Spec)
+	case *corev1.PersistentVolumeClaim:
+		o.Spec = corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: o.Spec.Resources.Requests}}
+		o.Status = corev1.PersistentVolumeClaimStatus{}
 	case *corev1.ConfigMap:
 		for k := range o.Data {
 			o.Data[k] = ""

@@ -17,6 +17,7 @@ func TestTrimForCache(t *testing.T) {
 	meta := metav1.ObjectMeta{Name: "x", Labels: map[string]string{"a": "b"}, ManagedFields: managed}
 	kept := metav1.ObjectMeta{Name: "x", Labels: map[string]string{"a": "b"}}
 	requests := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+	storage := corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}
 	status := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Reason: "Unschedulable"}}}
 	tests := []struct {
 		name    string
@@ -32,9 +33,11 @@ func TestTrimForCache(t *testing.T) {
 			&corev1.Pod{ObjectMeta: kept, Status: status, Spec: corev1.PodSpec{
 				NodeName: "node", Containers: []corev1.Container{{Name: "crawler", Image: "img", Resources: requests}},
 			}}},
-		{"a PVC keeps its spec",
-			&corev1.PersistentVolumeClaim{ObjectMeta: meta, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv"}},
-			&corev1.PersistentVolumeClaim{ObjectMeta: kept, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv"}}},
+		{"a PVC keeps its requests only",
+			&corev1.PersistentVolumeClaim{ObjectMeta: meta, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv",
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Resources: storage},
+				Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: storage.Requests}},
+			&corev1.PersistentVolumeClaim{ObjectMeta: kept, Spec: corev1.PersistentVolumeClaimSpec{Resources: storage}}},
 		{"a ConfigMap keeps its keys, not their values",
 			&corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"crawl-config.json": `{"seeds":["https://example.com/"]}`},
 				BinaryData: map[string][]byte{"b": {1, 2}}},
