@@ -2,9 +2,14 @@ package operator
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
 )
 
 // DefaultTestConfig is testConfig for the operator_test tests.
@@ -20,6 +25,27 @@ func RateLimitedRestConfig(base *rest.Config) *rest.Config {
 	rc.QPS, rc.Burst = 200, 400
 	rc.RateLimiter = nil
 	return rc
+}
+
+// NewCrawlChildren renders every child a new crawl gets (its PVCs, its
+// Redis pod and its crawler pods) as the operator creates them, in name
+// order, so a benchmark can create the same objects without it.
+func NewCrawlChildren(cj *trawlerv1.CrawlJob, cfg Config) ([]*corev1.PersistentVolumeClaim, []*corev1.Pod) {
+	plan := childPlan{RedisPVC: true, RedisPod: true}
+	for i := range int(cj.Spec.Scale) {
+		plan.CrawlerPVCs = append(plan.CrawlerPVCs, i)
+		plan.CrawlerPods = append(plan.CrawlerPods, i)
+	}
+	ch := desiredChildren(cj, cfg, plan)
+	pvcs := make([]*corev1.PersistentVolumeClaim, 0, len(ch.PVCs))
+	for _, name := range slices.Sorted(maps.Keys(ch.PVCs)) {
+		pvcs = append(pvcs, ch.PVCs[name])
+	}
+	pods := make([]*corev1.Pod, 0, len(ch.Pods))
+	for _, name := range slices.Sorted(maps.Keys(ch.Pods)) {
+		pods = append(pods, ch.Pods[name])
+	}
+	return pvcs, pods
 }
 
 // SyncBuffer is a goroutine-safe log sink. It is exported from this test
