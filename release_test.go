@@ -163,6 +163,7 @@ func TestHelmRejectsBadValues(t *testing.T) {
 		{"wrong type", "trawler_num_replicas: three\n", "trawler_num_replicas"},
 		{"unknown key", "trawler_replicas: 3\n", "trawler_replicas"},
 		{"bad quantity", "crawler_storage: lots\n", "crawler_storage"},
+		{"bad duration", "operator_stats_interval: often\n", "operator_stats_interval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "bad.yaml")
