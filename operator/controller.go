@@ -64,6 +64,9 @@ type Controller struct {
 	pods           corelisters.PodLister
 	pvcs           corelisters.PersistentVolumeClaimLister
 	configMaps     corelisters.ConfigMapLister
+	podsByCrawl    labelIndex[*corev1.Pod]
+	pvcsByCrawl    labelIndex[*corev1.PersistentVolumeClaim]
+	jobsByOrg      labelIndex[*trawlerv1.CrawlJob]
 	synced         []cache.InformerSynced
 
 	queue        workqueue.TypedRateLimitingInterface[string]
@@ -143,6 +146,16 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	cmInf := c.cmFactory.Core().V1().ConfigMaps()
 	c.jobs, c.profiles = jobInf.Lister(), profInf.Lister()
 	c.pods, c.pvcs, c.configMaps = podInf.Lister(), pvcInf.Lister(), cmInf.Lister()
+	var err error
+	if c.podsByCrawl, err = addLabelIndex[*corev1.Pod](podInf.Informer(), k8s.LabelCrawl); err != nil {
+		return nil, err
+	}
+	if c.pvcsByCrawl, err = addLabelIndex[*corev1.PersistentVolumeClaim](pvcInf.Informer(), k8s.LabelCrawl); err != nil {
+		return nil, err
+	}
+	if c.jobsByOrg, err = addLabelIndex[*trawlerv1.CrawlJob](jobInf.Informer(), k8s.LabelOrg); err != nil {
+		return nil, err
+	}
 	c.synced = []cache.InformerSynced{jobInf.Informer().HasSynced, profInf.Informer().HasSynced,
 		podInf.Informer().HasSynced, pvcInf.Informer().HasSynced, cmInf.Informer().HasSynced}
 

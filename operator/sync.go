@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/trawlerhq/trawler/k8s"
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
@@ -154,8 +153,7 @@ func (c *Controller) ensureFinalizer(ctx context.Context, cj *trawlerv1.CrawlJob
 func (c *Controller) observe(ctx context.Context, key string, cj *trawlerv1.CrawlJob) (observed, error) {
 	o := observed{Now: c.clock.Now(), Job: cj, Crawlers: map[int]*corev1.Pod{},
 		PVCs: map[string]*corev1.PersistentVolumeClaim{}, OrgSlotFree: true}
-	sel := labels.SelectorFromSet(labels.Set{k8s.LabelCrawl: cj.Spec.ID})
-	pods, err := c.pods.Pods(cj.Namespace).List(sel)
+	pods, err := c.podsByCrawl.list(cj.Namespace, cj.Spec.ID)
 	if err != nil {
 		return o, fmt.Errorf("listing pods: %w", err)
 	}
@@ -177,7 +175,7 @@ func (c *Controller) observe(ctx context.Context, key string, cj *trawlerv1.Craw
 			o.Usage[p.Name] = u
 		}
 	}
-	pvcs, err := c.pvcs.PersistentVolumeClaims(cj.Namespace).List(sel)
+	pvcs, err := c.pvcsByCrawl.list(cj.Namespace, cj.Spec.ID)
 	if err != nil {
 		return o, fmt.Errorf("listing pvcs: %w", err)
 	}
@@ -215,7 +213,7 @@ func (c *Controller) orgLimitAllows(ctx context.Context, cj *trawlerv1.CrawlJob)
 	if maxConcurrent <= 0 {
 		return true, nil
 	}
-	siblings, err := c.jobs.CrawlJobs(cj.Namespace).List(labels.SelectorFromSet(labels.Set{k8s.LabelOrg: cj.Spec.OID}))
+	siblings, err := c.jobsByOrg.list(cj.Namespace, cj.Spec.OID)
 	if err != nil {
 		return false, fmt.Errorf("listing org crawls: %w", err)
 	}
