@@ -17,20 +17,28 @@ func TestTrimForCache(t *testing.T) {
 	meta := metav1.ObjectMeta{Name: "x", Labels: map[string]string{"a": "b"}, ManagedFields: managed}
 	kept := metav1.ObjectMeta{Name: "x", Labels: map[string]string{"a": "b"}}
 	requests := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+	limited := corev1.ResourceRequirements{Requests: requests.Requests, Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}
 	storage := corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}
-	status := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Reason: "Unschedulable"}}}
+	scheduled := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes"}
+	exited := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 17}}
+	status := corev1.PodStatus{Phase: corev1.PodRunning, Reason: "r", Message: "m", HostIP: "10.0.0.1", PodIP: "10.1.0.1",
+		QOSClass: corev1.PodQOSBurstable, Conditions: []corev1.PodCondition{{Type: corev1.PodReady}, scheduled},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "crawler", State: exited, LastTerminationState: exited, RestartCount: 3,
+			Image: "img", ImageID: "sha", ContainerID: "id", VolumeMounts: []corev1.VolumeMountStatus{{Name: "v"}}}}}
+	keptStatus := corev1.PodStatus{Phase: corev1.PodRunning, Reason: "r", Message: "m", Conditions: []corev1.PodCondition{scheduled},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "crawler", State: exited, LastTerminationState: exited, RestartCount: 3}}}
 	tests := []struct {
 		name    string
 		in, out any
 	}{
-		{"a pod keeps its node, its containers' names, images and resources, and all its status",
+		{"a pod keeps its node, its containers' names, images and requests, and the status the operator reads",
 			&corev1.Pod{ObjectMeta: meta, Status: status, Spec: corev1.PodSpec{
 				NodeName: "node", Volumes: []corev1.Volume{{Name: "v"}}, Tolerations: []corev1.Toleration{{Key: "k"}},
 				InitContainers: []corev1.Container{{Name: "init"}},
-				Containers: []corev1.Container{{Name: "crawler", Image: "img", Resources: requests,
+				Containers: []corev1.Container{{Name: "crawler", Image: "img", Resources: limited,
 					Env: []corev1.EnvVar{{Name: "E", Value: "v"}}, VolumeMounts: []corev1.VolumeMount{{Name: "v"}}}},
 			}},
-			&corev1.Pod{ObjectMeta: kept, Status: status, Spec: corev1.PodSpec{
+			&corev1.Pod{ObjectMeta: kept, Status: keptStatus, Spec: corev1.PodSpec{
 				NodeName: "node", Containers: []corev1.Container{{Name: "crawler", Image: "img", Resources: requests}},
 			}}},
 		{"a PVC keeps its requests only",
