@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/workqueue"
 
@@ -50,7 +51,7 @@ func NewTelemetry(reg prometheus.Registerer) (*Telemetry, error) {
 		}, []string{"queue"}),
 		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trawler_operator_crawljob_status_writes_total",
-			Help: "CrawlJob status updates sent to the Kubernetes API, by result (ok, conflict, error).",
+			Help: "CrawlJob status updates sent to the Kubernetes API, by result (ok, conflict: another write came first, gone: the CrawlJob was deleted, error).",
 		}, []string{"result"}),
 		queues: newQueueMetrics(),
 	}
@@ -104,8 +105,10 @@ func (t *Telemetry) statusWritten(err error) {
 	}
 	result := "ok"
 	switch {
-	case isGone(err):
+	case apierrors.IsConflict(err):
 		result = "conflict"
+	case apierrors.IsNotFound(err):
+		result = "gone"
 	case err != nil:
 		result = "error"
 	}
