@@ -99,6 +99,12 @@ type harness struct {
 	logs    *operator.SyncBuffer
 }
 
+// besideOthers marks a test that mostly waits on timers and touches
+// nothing shared (node capacity, cordons, the Mongo or Redis server): it
+// runs in parallel with the other such tests once the sequential ones are
+// done, which keeps the package's wall time down.
+func besideOthers(t *testing.T) { t.Parallel() }
+
 func newHarness(t testing.TB) *harness {
 	t.Helper()
 	env := sandboxEnv(t)

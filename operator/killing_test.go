@@ -25,6 +25,7 @@ import (
 // twice, no WACZ or error line is lost or duplicated, and the crawl ends
 // complete.
 func TestKillOperatorAtRandomPoints(t *testing.T) {
+	besideOthers(t)
 	h := newHarness(t)
 	id := h.startCrawl(crawlOpts{scale: 2, seed: "https://example.com/?sim-pages=600&sim-page-ms=1500&sim-fail=0.1"})
 	rng := rand.New(rand.NewPCG(5, 1149))
@@ -126,6 +127,7 @@ func (c cuttable) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestLeaderFailover runs two operators under one Lease; the leader's
 // connection is cut mid-crawl and the other takes over and finishes it.
 func TestLeaderFailover(t *testing.T) {
+	besideOthers(t)
 	h := newHarness(t)
 	type replica struct {
 		name    string

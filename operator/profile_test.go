@@ -18,6 +18,7 @@ import (
 // TestProfileBrowserPodAndExpiry runs one browser pod per ProfileJob,
 // keeps it while pinged and removes the job once it expires.
 func TestProfileBrowserPodAndExpiry(t *testing.T) {
+	besideOthers(t)
 	h := newHarness(t)
 	h.startOperator(h.config())
 	ctx := context.Background()

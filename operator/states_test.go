@@ -41,6 +41,7 @@ func TestWaitingCapacityShowsTheSchedulersReason(t *testing.T) {
 // TestOrgConcurrencyLimit lets one crawl of an org run at a time; the
 // next waits in waiting_org_limit and starts when the first ends.
 func TestOrgConcurrencyLimit(t *testing.T) {
+	besideOthers(t)
 	h := newHarness(t)
 	ctx := context.Background()
 	org, err := h.store.GetOrg(ctx, h.org)
@@ -145,6 +146,7 @@ func TestInvalidSpecIsReportedNotRetried(t *testing.T) {
 // stopped. B must be recorded running, with live stats, while it crawls:
 // not stay "waiting" until it ends.
 func TestCrawlLetInAfterAMinuteIsRecordedRunning(t *testing.T) {
+	besideOthers(t)
 	h := newHarness(t)
 	ctx := context.Background()
 	if err := h.store.SetOrgQuotas(ctx, h.org, store.OrgQuotas{MaxConcurrentCrawls: 1}); err != nil {
