@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -145,5 +146,38 @@ func TestFailureReport(t *testing.T) {
 	st := crawlStatus(o, d, []transitionResult{{State: store.StateComplete, Finished: &t0}})
 	if st.State != store.StateComplete || st.FailReason != "" {
 		t.Errorf("refused failure: state %s, failReason %q", st.State, st.FailReason)
+	}
+}
+
+// slowLogs answers after delay, or fails when the context ends first.
+type slowLogs struct{ delay time.Duration }
+
+func (s slowLogs) PodLogs(ctx context.Context, _, pod, _ string, _ int64) (string, error) {
+	select {
+	case <-time.After(s.delay):
+		return "last line of " + pod + "\n", nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// A log read slower than the store's timeout still makes it into the
+// failure report: the logs have a limit of their own.
+func TestFailureReportWaitsForSlowLogs(t *testing.T) {
+	cj := newJob(1)
+	f := newFixture(t, cj)
+	f.c.cfg.StoreTimeout = 50 * time.Millisecond
+	f.c.logs = slowLogs{delay: 300 * time.Millisecond}
+	key := "crawlers/" + cj.Name
+	f.c.reportFailure(t.Context(), key, cj, "crawler exited with the crawler's fatal code 17",
+		map[int]*corev1.Pod{0: crashingPod(0, 3, 17)})
+	if !eventually(5*time.Second, func() bool { return f.c.finishers.done(failureKey(key)) }) {
+		t.Fatal("the failure report was never stored")
+	}
+	f.store.mu.Lock()
+	lines := f.store.opLines[cj.Spec.ID]
+	f.store.mu.Unlock()
+	if len(lines) != 2 || !strings.Contains(lines[1], `"logs":["last line of `) {
+		t.Errorf("stored report %q, want the reason and the pod's log lines", lines)
 	}
 }

@@ -38,7 +38,7 @@ func (c *Controller) logFailedCrawl(cj *trawlerv1.CrawlJob, crawlers map[int]*co
 	}
 	lines := int64(c.cfg.LogFailedCrawlLines)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), failureLogsTimeout)
 		defer cancel()
 		for _, p := range pods {
 			logs, err := c.logs.PodLogs(ctx, p.Namespace, p.Name, p.Spec.Containers[0].Name, lines)
@@ -57,6 +57,10 @@ func failureKey(key string) string { return "failure/" + key }
 // the errors of a crawl the operator failed.
 const failureLogLines = 20
 
+// failureLogsTimeout bounds reading the crawler pods' logs for a failure
+// report (and for logging a failed crawl's pods).
+const failureLogsTimeout = 30 * time.Second
+
 // reportFailure stores, in the background, why the operator failed the
 // crawl and each crawler pod's last log lines in the crawl's errors, in
 // the crawler's JSON log line shape, retrying with backoff until they are
@@ -70,12 +74,16 @@ func (c *Controller) reportFailure(ctx context.Context, key string, cj *trawlerv
 		pods = append(pods, crawlers[i])
 	}
 	var lines []string
-	c.retryInBackground(ctx, key, failureKey(key), "storing the failure report", id, func(ctx context.Context) error {
+	c.retryInBackground(ctx, key, failureKey(key), "storing the failure report", id, func(sctx context.Context) error {
 		if lines == nil {
-			// The logs are read once; a retry stores the same lines.
-			lines = c.failureReport(ctx, reason, pods)
+			// The logs are read once, within a limit of their own: the
+			// try's StoreTimeout is the store write's, and a slow log read
+			// must not use it up. A retry stores the same lines.
+			lctx, cancel := context.WithTimeout(ctx, failureLogsTimeout)
+			lines = c.failureReport(lctx, reason, pods)
+			cancel()
 		}
-		return c.store.AddOperatorCrawlErrors(ctx, id, lines)
+		return c.store.AddOperatorCrawlErrors(sctx, id, lines)
 	})
 }
 
