@@ -111,9 +111,10 @@ func (h *harness) createJobs(jobs []*trawlerv1.CrawlJob) {
 }
 
 // warmCrawlJobWrites creates a CrawlJob in a namespace of its own that
-// no operator watches. The API server's first CrawlJob writes take about
-// 2 s (all at once, with no operator running), a one-time cost that
-// would otherwise land on whichever timing comes first.
+// no operator watches, and writes its status. The API server's first
+// CrawlJob writes take about 2 s (all at once, with no operator running),
+// and its first status writes are slower too: one-time costs that would
+// otherwise land on whichever timing comes first.
 func (h *harness) warmCrawlJobWrites() {
 	h.t.Helper()
 	ctx := context.Background()
@@ -125,7 +126,12 @@ func (h *harness) warmCrawlJobWrites() {
 	defer func() { _ = h.kube.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}) }()
 	j := &trawlerv1.CrawlJob{ObjectMeta: metav1.ObjectMeta{Name: "warm", Namespace: ns.Name},
 		Spec: trawlerv1.CrawlJobSpec{ID: "warm", OID: h.org.String(), CID: uuid.NewString(), Scale: 1, ConfigMap: "warm"}}
-	if _, err := h.trawler.TrawlerV1().CrawlJobs(ns.Name).Create(ctx, j, metav1.CreateOptions{}); err != nil {
+	j, err = h.trawler.TrawlerV1().CrawlJobs(ns.Name).Create(ctx, j, metav1.CreateOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	j.Status.State = store.StateStarting
+	if _, err := h.trawler.TrawlerV1().CrawlJobs(ns.Name).UpdateStatus(ctx, j, metav1.UpdateOptions{}); err != nil {
 		h.t.Fatal(err)
 	}
 }
