@@ -44,6 +44,8 @@ func (o promObserver) ObserveDelivery(event string, success bool, took time.Dura
 	if success {
 		outcome = "success"
 	}
-	o.attempts.WithLabelValues(event, outcome).Inc()
+	// The latency first: a scrape that sees the attempt counted then sees
+	// its latency too.
 	o.duration.WithLabelValues(event).Observe(took.Seconds())
+	o.attempts.WithLabelValues(event, outcome).Inc()
 }
