@@ -89,7 +89,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	d.RequeueAfter = minPositive(d.RequeueAfter, later)
 
 	if st.Finished != nil {
-		if st.FailReason != "" && !meta.IsStatusConditionTrue(st.Conditions, CondFailureReported) {
+		if failureUnreported(st, o) {
 			c.reportFailure(ctx, key, cj, st.FailReason, o.Crawlers)
 		}
 		if !d.Teardown {
