@@ -29,10 +29,8 @@ func (c *Controller) logFailedCrawl(cj *trawlerv1.CrawlJob, crawlers map[int]*co
 	if c.cfg.LogFailedCrawlLines <= 0 {
 		return
 	}
-	pods := make([]*corev1.Pod, 0, len(crawlers))
-	for _, i := range slices.Sorted(maps.Keys(crawlers)) {
-		p := crawlers[i]
-		pods = append(pods, p)
+	pods := inIndexOrder(crawlers)
+	for _, p := range pods {
 		c.log.Info("failed crawl pod status", "crawl", cj.Spec.ID, "pod", p.Name, "phase", p.Status.Phase,
 			"reason", p.Status.Reason, "containers", p.Status.ContainerStatuses)
 	}
@@ -48,6 +46,15 @@ func (c *Controller) logFailedCrawl(cj *trawlerv1.CrawlJob, crawlers map[int]*co
 			c.log.Info("failed crawl pod logs", "crawl", cj.Spec.ID, "pod", p.Name, "logs", logs)
 		}
 	}()
+}
+
+// inIndexOrder lists the crawler pods by instance index.
+func inIndexOrder(crawlers map[int]*corev1.Pod) []*corev1.Pod {
+	pods := make([]*corev1.Pod, 0, len(crawlers))
+	for _, i := range slices.Sorted(maps.Keys(crawlers)) {
+		pods = append(pods, crawlers[i])
+	}
+	return pods
 }
 
 // failureKey is the finishers key of a crawl's failure report.
@@ -69,10 +76,7 @@ const failureLogsTimeout = 30 * time.Second
 // reports again (the store keeps one copy).
 func (c *Controller) reportFailure(ctx context.Context, key string, cj *trawlerv1.CrawlJob, reason string, crawlers map[int]*corev1.Pod) {
 	id := cj.Spec.ID
-	pods := make([]*corev1.Pod, 0, len(crawlers))
-	for _, i := range slices.Sorted(maps.Keys(crawlers)) {
-		pods = append(pods, crawlers[i])
-	}
+	pods := inIndexOrder(crawlers)
 	var lines []string
 	c.retryInBackground(ctx, key, failureKey(key), "storing the failure report", id, func(sctx context.Context) error {
 		if lines == nil {
