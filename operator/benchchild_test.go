@@ -280,8 +280,8 @@ func (c *childOperator) profile(name string) ([]byte, error) {
 
 // memStats returns the child's runtime memory figures that make up its
 // RSS (heap in use and idle, released to the OS, stacks, span and GC
-// metadata, next GC goal),
-// from the runtime.MemStats the heap profile's debug form ends with.
+// metadata, next GC goal), from the runtime.MemStats the heap profile's
+// debug form ends with.
 func (c *childOperator) memStats() (string, error) {
 	data, err := c.profile("heap?debug=1")
 	if err != nil {

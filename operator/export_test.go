@@ -37,15 +37,16 @@ func NewCrawlChildren(cj *trawlerv1.CrawlJob, cfg Config) ([]*corev1.PersistentV
 		plan.CrawlerPods = append(plan.CrawlerPods, i)
 	}
 	ch := desiredChildren(cj, cfg, plan)
-	pvcs := make([]*corev1.PersistentVolumeClaim, 0, len(ch.PVCs))
-	for _, name := range slices.Sorted(maps.Keys(ch.PVCs)) {
-		pvcs = append(pvcs, ch.PVCs[name])
+	return byName(ch.PVCs), byName(ch.Pods)
+}
+
+// byName lists a map's values in key order.
+func byName[T any](m map[string]T) []T {
+	out := make([]T, 0, len(m))
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[name])
 	}
-	pods := make([]*corev1.Pod, 0, len(ch.Pods))
-	for _, name := range slices.Sorted(maps.Keys(ch.Pods)) {
-		pods = append(pods, ch.Pods[name])
-	}
-	return pvcs, pods
+	return out
 }
 
 // SyncBuffer is a goroutine-safe log sink. It is exported from this test
