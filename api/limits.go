@@ -38,11 +38,14 @@ const (
 	maxSkip = 1_000_000_000
 )
 
-// maxLen checks a string's length in characters, as pydantic counts.
-func (v *validator) maxLen(s string, limit int, loc ...any) {
+// maxLen checks a string's length in characters, as pydantic counts,
+// and tells whether it is within the limit.
+func (v *validator) maxLen(s string, limit int, loc ...any) bool {
 	if utf8.RuneCountInString(s) > limit {
 		v.add(fmt.Sprintf("ensure this value has at most %d characters", limit), "value_error.any_str.max_length", loc...)
+		return false
 	}
+	return true
 }
 
 // maxItems checks a list's length.
@@ -75,8 +78,7 @@ func (v *validator) patterns(values []string, loc ...any) {
 
 // regex checks one JavaScript regex and its length.
 func (v *validator) regex(p string, loc ...any) {
-	if utf8.RuneCountInString(p) > maxPatternLen {
-		v.maxLen(p, maxPatternLen, loc...)
+	if !v.maxLen(p, maxPatternLen, loc...) {
 		return
 	}
 	if _, err := jsregex.Compile(p); err != nil {
@@ -89,8 +91,7 @@ func (v *validator) regex(p string, loc ...any) {
 // stay inside that folder, so no "..", no leading "/" or "\" and no
 // control characters.
 func (v *validator) storageName(s string, limit int, loc ...any) {
-	if utf8.RuneCountInString(s) > limit {
-		v.maxLen(s, limit, loc...)
+	if !v.maxLen(s, limit, loc...) {
 		return
 	}
 	if reason := storageNameProblem(s); reason != "" {
