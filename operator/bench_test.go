@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,15 +17,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/trawlerhq/trawler/k8s"
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
-	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
 	informers "github.com/trawlerhq/trawler/k8s/generated/informers/externalversions"
-	"github.com/trawlerhq/trawler/operator"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -134,127 +128,6 @@ func (h *harness) warmCrawlJobWrites() {
 	if _, err := h.trawler.TrawlerV1().CrawlJobs(ns.Name).UpdateStatus(ctx, j, metav1.UpdateOptions{}); err != nil {
 		h.t.Fatal(err)
 	}
-}
-
-func (h *harness) countPods(ns, role string) int {
-	list, err := h.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: k8s.LabelRole + "=" + role})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return len(list.Items)
-}
-
-// BenchmarkCreate100CrawlJobs (issue 5, bench a; issue 11): time from
-// creating 100 CrawlJobs at once (16 callers) until all their crawler pods
-// exist, next to creating the same PVCs and pods (Redis and crawler)
-// directly with one client at the same QPS, by as many concurrent callers
-// as the operator has workers (16), and by 32. Goal: at most 1.2 times
-// the 16 callers.
-func BenchmarkCreate100CrawlJobs(b *testing.B) {
-	const n = 100
-	h := newHarness(b)
-	cfg := stubConfig(h.config(), h.env.Redis.Addr())
-	if w, err := strconv.Atoi(os.Getenv("BENCH_WORKERS")); err == nil {
-		cfg.Workers = w
-	}
-	rc := operator.RateLimitedRestConfig(h.env.Config())
-	var mu sync.Mutex
-	counts := map[string]int64{}
-	counted := rest.CopyConfig(rc)
-	counted.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return requestCounter{next: rt, mu: &mu, n: counts} }
-	deps := h.deps()
-	deps.Kube = kubernetes.NewForConfigOrDie(counted)
-	deps.Trawler = versioned.NewForConfigOrDie(counted)
-	op := h.startOperatorWith(cfg, deps)
-	jobs := h.benchJobs(n)
-	h.waitFor("informer caches", time.Minute, op.HasSynced)
-	h.warmCrawlJobWrites()
-
-	b.ResetTimer()
-	start := time.Now()
-	h.createJobs(jobs)
-	jobsCreated := time.Since(start)
-	h.waitFor("all crawler pods", 5*time.Minute, func() bool { return h.countPods(h.ns, k8s.RoleCrawler) >= n })
-	viaOperator := time.Since(start)
-	b.StopTimer()
-	mu.Lock()
-	requests := maps.Clone(counts)
-	mu.Unlock()
-	op.stop() // the measurements below run without it
-
-	// The same objects (the operator's renders of every child: the PVCs,
-	// the Redis pod and the crawler pod), created directly by one client
-	// with concurrent callers, in another namespace with no operator.
-	direct := func(concurrency int) time.Duration {
-		ns, err := h.kube.CoreV1().Namespaces().Create(context.Background(),
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "direct-"}}, metav1.CreateOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = h.kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
-		client := kubernetes.NewForConfigOrDie(rc)
-		start := time.Now()
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, concurrency)
-		for _, j := range jobs {
-			pvcs, pods := operator.NewCrawlChildren(j, cfg)
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				for _, pvc := range pvcs {
-					pvc.Namespace, pvc.OwnerReferences = ns.Name, nil
-					if _, err := client.CoreV1().PersistentVolumeClaims(ns.Name).Create(context.Background(), pvc, metav1.CreateOptions{}); err != nil {
-						b.Error(err)
-					}
-				}
-				for _, pod := range pods {
-					pod.Namespace, pod.OwnerReferences = ns.Name, nil
-					if _, err := client.CoreV1().Pods(ns.Name).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-						b.Error(err)
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		return time.Since(start)
-	}
-	d16 := direct(16)
-	d32 := direct(32)
-	backlog, createsAlone := h.backlog(n, cfg, rc)
-	b.ReportMetric(backlog.Seconds(), "s-operator-backlog")
-	b.ReportMetric(backlog.Seconds()/d16.Seconds(), "ratio-backlog-vs-16")
-	b.ReportMetric(viaOperator.Seconds(), "s-operator")
-	b.ReportMetric(d16.Seconds(), "s-direct-16")
-	b.ReportMetric(d32.Seconds(), "s-direct-32")
-	b.ReportMetric(viaOperator.Seconds()/d16.Seconds(), "ratio-vs-16")
-	b.ReportMetric(viaOperator.Seconds()/d32.Seconds(), "ratio-vs-32")
-	b.Logf("operator API requests until then, by verb: %v", requests)
-	b.Logf("%d crawl jobs -> pods via the operator (%d workers): %v (the CrawlJob creates took %v of it); "+
-		"from an operator started on %d existing CrawlJobs: %v (their creates, with no operator running, took %v); "+
-		"same PVCs+pods directly: %v (16 callers), %v (32 callers); QPS %v burst %d",
-		n, cfg.Workers, viaOperator, jobsCreated, n, backlog, createsAlone, d16, d32, rc.QPS, rc.Burst)
-}
-
-// backlog times the operator alone: n CrawlJobs exist (in a namespace of
-// their own) before it starts, and the clock runs from its start until
-// all their crawler pods exist, so the CrawlJob creates are not counted.
-// It also returns how long those creates took.
-func (h *harness) backlog(n int, cfg operator.Config, rc *rest.Config) (time.Duration, time.Duration) {
-	h2 := newHarness(h.t)
-	jobs := h2.benchJobs(n)
-	created := time.Now()
-	h2.createJobs(jobs)
-	creates := time.Since(created)
-	cfg.Namespace = h2.ns
-	deps := h2.deps()
-	deps.Kube = kubernetes.NewForConfigOrDie(rc)
-	deps.Trawler = versioned.NewForConfigOrDie(rc)
-	start := time.Now()
-	h2.startOperatorWith(cfg, deps)
-	h2.waitFor("all crawler pods", 5*time.Minute, func() bool { return h2.countPods(h2.ns, k8s.RoleCrawler) >= n })
-	return time.Since(start), creates
 }
 
 // BenchmarkThousandRunningCrawls (issue 5, bench b): an operator (in its

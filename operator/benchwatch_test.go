@@ -8,10 +8,15 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/trawlerhq/trawler/k8s"
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
 	informers "github.com/trawlerhq/trawler/k8s/generated/informers/externalversions"
 )
@@ -90,4 +95,52 @@ func (sc *statusChanges) String() string {
 		out[i] = fmt.Sprintf("%s %d", k, sc.n[k])
 	}
 	return strings.Join(out, ", ")
+}
+
+// podsSeen watches a namespace's pods of a role from now on and returns a
+// channel that yields the time the n-th distinct one was seen. A watch
+// (an informer, which resumes a broken watch) marks the moment exactly and
+// costs the API server one encoding per pod, where polling with a List
+// adds its own load and up to a period's delay.
+func (h *harness) podsSeen(ctx context.Context, ns, role string, n int) <-chan time.Time {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	h.t.Cleanup(cancel)
+	f := kubeinformers.NewSharedInformerFactoryWithOptions(h.kube, 0, kubeinformers.WithNamespace(ns),
+		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = k8s.LabelRole + "=" + role }))
+	inf := f.Core().V1().Pods().Informer()
+	out := make(chan time.Time, 1)
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	see := func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[p.Name] {
+			seen[p.Name] = true
+			if len(seen) == n {
+				out <- time.Now()
+				cancel() // the watch has done its job
+			}
+		}
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, obj any) { see(obj) }})
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	return out
+}
+
+// when waits (at most 5 minutes) for the time a channel yields.
+func (h *harness) when(what string, ch <-chan time.Time) time.Time {
+	h.t.Helper()
+	select {
+	case t := <-ch:
+		return t
+	case <-time.After(5 * time.Minute):
+		h.t.Fatalf("timed out waiting for %s", what)
+		return time.Time{}
+	}
 }

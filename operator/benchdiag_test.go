@@ -1,0 +1,129 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// apiServerProfile starts a CPU profile of the API server lasting secs
+// seconds and returns a wait that saves it to $BENCH_PROFILE_DIR/name and
+// returns the path ("" with no BENCH_PROFILE_DIR).
+func (h *harness) apiServerProfile(name string, secs int) func() string {
+	dir := os.Getenv("BENCH_PROFILE_DIR")
+	if dir == "" {
+		return func() string { return "" }
+	}
+	done := make(chan string, 1)
+	go func() {
+		data, err := h.kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(secs)).DoRaw(context.Background())
+		if err == nil {
+			path := filepath.Join(dir, name)
+			if err = os.WriteFile(path, data, 0o644); err == nil {
+				done <- path
+				return
+			}
+		}
+		done <- "error: " + err.Error()
+	}()
+	return func() string { return <-done }
+}
+
+// apiServerRequests reads the API server's request counts (from its
+// /metrics) by "verb resource/subresource".
+func (h *harness) apiServerRequests() map[string]float64 {
+	h.t.Helper()
+	data, err := h.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		labels, value, found := strings.Cut(rest, "} ")
+		if !ok || !found {
+			continue
+		}
+		l := map[string]string{}
+		for _, kv := range strings.Split(labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			l[k] = strings.Trim(v, `"`)
+		}
+		f, _ := strconv.ParseFloat(value, 64)
+		out[l["verb"]+" "+l["resource"]+"/"+l["subresource"]] += f
+	}
+	return out
+}
+
+// diffCounts lists what grew from a to b, in key order.
+func diffCounts(a, b map[string]float64) string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(b)) {
+		if d := b[k] - a[k]; d > 0 {
+			out = append(out, fmt.Sprintf("%s:%g", k, d))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// procCPU is a process's command name and the CPU time it has used.
+type procCPU struct {
+	name string
+	cpu  time.Duration
+}
+
+// cpuByProcess reads the CPU time every process on the machine has used,
+// by pid.
+func cpuByProcess() map[int]procCPU {
+	out := map[int]procCPU{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		// utime and stime are the 12th and 13th fields after the name.
+		f := strings.Fields(s[end+1:])
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		out[pid] = procCPU{name: s[open+1 : end], cpu: time.Duration(ut+st) * time.Second / 100}
+	}
+	return out
+}
+
+// diffCPU lists the CPU each process (by name; kernel threads left out)
+// used between two readings, where it was at least 20 ms.
+func diffCPU(a, b map[int]procCPU) string {
+	used := map[string]time.Duration{}
+	for pid, p := range b {
+		if !strings.HasPrefix(p.name, "kworker") {
+			used[p.name] += p.cpu - a[pid].cpu
+		}
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(used)) {
+		if used[name] >= 20*time.Millisecond {
+			out = append(out, fmt.Sprintf("%s %v", name, used[name]))
+		}
+	}
+	return strings.Join(out, ", ")
+}
