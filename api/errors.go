@@ -114,8 +114,6 @@ func statusOf(err error) (int, any) {
 		return http.StatusConflict, detailOr(err, "conflict")
 	case errors.Is(err, store.ErrInvalid):
 		return http.StatusBadRequest, detailOr(err, "invalid")
-	case errors.Is(err, store.ErrForbidden):
-		return http.StatusForbidden, detailOr(err, detailNotAllowed)
 	case store.IsUnavailable(err):
 		// MongoDB is down or too slow: the store gave up within its
 		// timeout, and a retry may work.

@@ -15,8 +15,6 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrInvalid: the input breaks a rule of the domain.
 	ErrInvalid = errors.New("invalid")
-	// ErrForbidden: the caller may not do this.
-	ErrForbidden = errors.New("forbidden")
 )
 
 // Error carries a user-facing detail string (an upstream-compatible detail
@@ -40,9 +38,6 @@ func Conflict(detail string) error { return &Error{Kind: ErrConflict, Detail: de
 
 // Invalid returns an ErrInvalid with a detail for users.
 func Invalid(detail string) error { return &Error{Kind: ErrInvalid, Detail: detail} }
-
-// Forbidden returns an ErrForbidden with a detail for users.
-func Forbidden(detail string) error { return &Error{Kind: ErrForbidden, Detail: detail} }
 
 // Detail returns the user-facing detail of err, or "" if it has none.
 func Detail(err error) string {
