@@ -227,20 +227,8 @@ func (c *childOperator) requests() map[string]int64 {
 
 // usage reads the child's resident memory (bytes) and CPU time.
 func (c *childOperator) usage() (rss int64, cpu time.Duration) {
-	rss = c.residentMemory()["VmRSS"]
-	pid := strconv.Itoa(c.cmd.Process.Pid)
-	if b, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
-		// Fields after the parenthesised command: utime and stime are the
-		// 12th and 13th.
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 12 {
-			ut, _ := strconv.ParseInt(f[11], 10, 64)
-			stt, _ := strconv.ParseInt(f[12], 10, 64)
-			cpu = time.Duration(ut+stt) * time.Second / 100
-		}
-	}
-	return rss, cpu
+	_, cpu, _ = procStat(c.cmd.Process.Pid)
+	return c.residentMemory()["VmRSS"], cpu
 }
 
 // residentMemory reads the child's resident memory figures (bytes): VmRSS

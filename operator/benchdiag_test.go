@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/trawlerhq/trawler/sandbox/metricstest"
 )
 
 // apiServerProfile starts a CPU profile of the API server lasting secs
@@ -44,20 +47,26 @@ func (h *harness) apiServerRequests() map[string]float64 {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	g, err := metricstest.Parse(bytes.NewReader(data))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	families, err := g.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
 	out := map[string]float64{}
-	for _, line := range strings.Split(string(data), "\n") {
-		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
-		labels, value, found := strings.Cut(rest, "} ")
-		if !ok || !found {
+	for _, mf := range families {
+		if mf.GetName() != "apiserver_request_total" {
 			continue
 		}
-		l := map[string]string{}
-		for _, kv := range strings.Split(labels, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			l[k] = strings.Trim(v, `"`)
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			out[l["verb"]+" "+l["resource"]+"/"+l["subresource"]] += m.GetCounter().GetValue()
 		}
-		f, _ := strconv.ParseFloat(value, 64)
-		out[l["verb"]+" "+l["resource"]+"/"+l["subresource"]] += f
 	}
 	return out
 }
@@ -79,6 +88,28 @@ type procCPU struct {
 	cpu  time.Duration
 }
 
+// procStat reads a process's command name and the CPU time (user and
+// system) it has used, from /proc/<pid>/stat.
+func procStat(pid int) (name string, cpu time.Duration, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0, false
+	}
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return "", 0, false
+	}
+	// utime and stime are the 12th and 13th fields after the name.
+	f := strings.Fields(s[end+1:])
+	if len(f) < 13 {
+		return "", 0, false
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return s[open+1 : end], time.Duration(ut+st) * time.Second / 100, true
+}
+
 // cpuByProcess reads the CPU time every process on the machine has used,
 // by pid.
 func cpuByProcess() map[int]procCPU {
@@ -89,23 +120,9 @@ func cpuByProcess() map[int]procCPU {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
-		if err != nil {
-			continue
+		if name, cpu, ok := procStat(pid); ok {
+			out[pid] = procCPU{name: name, cpu: cpu}
 		}
-		s := string(b)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		// utime and stime are the 12th and 13th fields after the name.
-		f := strings.Fields(s[end+1:])
-		if len(f) < 13 {
-			continue
-		}
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		out[pid] = procCPU{name: s[open+1 : end], cpu: time.Duration(ut+st) * time.Second / 100}
 	}
 	return out
 }
