@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
@@ -38,6 +39,15 @@ func NewCrawlChildren(cj *trawlerv1.CrawlJob, cfg Config) ([]*corev1.PersistentV
 	}
 	ch := desiredChildren(cj, cfg, plan)
 	return byName(ch.PVCs), byName(ch.Pods)
+}
+
+// FirstStatus is the status the operator writes in its first pass over a
+// new CrawlJob whose config map exists, for a benchmark that writes it
+// without the operator.
+func FirstStatus(cj *trawlerv1.CrawlJob, cfg Config, now time.Time) trawlerv1.CrawlJobStatus {
+	o := observed{Now: now, Job: cj, Crawlers: map[int]*corev1.Pod{},
+		PVCs: map[string]*corev1.PersistentVolumeClaim{}, ConfigMapOK: true, OrgSlotFree: true}
+	return crawlStatus(o, decide(o, cfg), nil)
 }
 
 // byName lists a map's values in key order.
