@@ -258,17 +258,24 @@ func (m *Mongo) UpdateCrawl(ctx context.Context, oid uuid.UUID, id string, upd C
 	if len(set) == 0 {
 		return Invalid("no_update_data")
 	}
-	if err := m.setCrawl(ctx, oid, id, set); err != nil {
-		return err
-	}
 	if !upd.Tags.Set {
-		return nil
+		return m.setCrawl(ctx, oid, id, set)
 	}
-	c, err := m.GetCrawl(ctx, oid, id)
-	if err != nil {
+	if err := m.checkItemOrg(ctx, oid, id); err != nil {
 		return err
 	}
-	return m.recomputeCollections(ctx, c.CollectionIDs)
+	// The write returns the item's collections as they are after it: a
+	// membership change racing with the edit is either seen here or
+	// recounts the new tags itself. FerretDB v1 has no findAndModify
+	// projection ("fields"), so the whole document comes back.
+	var after struct {
+		CollectionIDs []uuid.UUID `bson:"collectionIds"`
+	}
+	write := options.FindOneAndUpdate().SetReturnDocument(options.After)
+	if err := m.coll(collCrawls).FindOneAndUpdate(ctx, bson.M{"_id": id}, bson.M{"$set": set}, write).Decode(&after); err != nil {
+		return notFoundOr(err, errCrawlNotFound, "updating crawl")
+	}
+	return m.recomputeCollections(ctx, after.CollectionIDs)
 }
 
 // SetCrawlStopping records that the user asked the crawl to stop.

@@ -83,6 +83,38 @@ func TestAddCrawl(t *testing.T) {
 	})
 }
 
+// TestUpdateCrawlRoundTrips: an edit checks the crawl's org, then writes
+// and reads back its collections in one findAndModify; it does not read
+// the crawl again after writing it.
+func TestUpdateCrawlRoundTrips(t *testing.T) {
+	var cmds mongotest.Commands
+	m := mongotest.Open(t, cmds.Option())
+	ctx := context.Background()
+	wf := mustWorkflow(t, m, uuid.New(), "wf", "https://a.example/")
+	c := mustCrawl(t, m, wf, "crawl-1", now())
+
+	cmds.Reset()
+	upd := store.CrawlUpdate{Name: store.Some(ptr("renamed")), Tags: store.Some([]string{"t"})}
+	if err := m.UpdateCrawl(ctx, wf.OID, c.ID, upd); err != nil {
+		t.Fatal(err)
+	}
+	finds, writes, updates := cmds.Count("find", "crawls"), cmds.Count("findAndModify", "crawls"), cmds.Count("update", "crawls")
+	if finds != 1 || writes != 1 || updates != 0 {
+		t.Errorf("crawls: %d finds, %d findAndModify, %d updates; want 1 (the org check), 1, 0", finds, writes, updates)
+	}
+	got, err := m.GetCrawl(ctx, wf.OID, c.ID)
+	if err != nil || *got.Name != "renamed" || !slices.Equal(got.Tags, []string{"t"}) {
+		t.Fatalf("crawl after the edit %+v, %v", got, err)
+	}
+
+	if err := m.UpdateCrawl(ctx, uuid.New(), c.ID, upd); store.Detail(err) != "crawl_not_found" {
+		t.Errorf("edit from another org: %v", err)
+	}
+	if err := m.UpdateCrawl(ctx, wf.OID, "nope", upd); store.Detail(err) != "crawl_not_found" {
+		t.Errorf("edit of a missing crawl: %v", err)
+	}
+}
+
 func TestListCrawls(t *testing.T) {
 	m := mongotest.Open(t)
 	ctx := context.Background()
