@@ -150,20 +150,22 @@ func (s *Server) removeFromCollection(c echo.Context) error {
 	return s.changeCollection(c, (*Server).removeMembers)
 }
 
-func (s *Server) addMembers(ctx context.Context, oid, id uuid.UUID, items []string) error {
-	if err := s.store.AddToCollection(ctx, oid, id, items, s.now()); err != nil {
-		return err
+func (s *Server) addMembers(ctx context.Context, oid, id uuid.UUID, items []string) (*store.Collection, error) {
+	coll, err := s.store.AddToCollection(ctx, oid, id, items, s.now())
+	if err != nil {
+		return nil, err
 	}
 	s.notifyCollection(ctx, oid, store.EventAddedToCollection, id, items)
-	return nil
+	return coll, nil
 }
 
-func (s *Server) removeMembers(ctx context.Context, oid, id uuid.UUID, items []string) error {
-	if err := s.store.RemoveFromCollection(ctx, oid, id, items, s.now()); err != nil {
-		return err
+func (s *Server) removeMembers(ctx context.Context, oid, id uuid.UUID, items []string) (*store.Collection, error) {
+	coll, err := s.store.RemoveFromCollection(ctx, oid, id, items, s.now())
+	if err != nil {
+		return nil, err
 	}
 	s.notifyCollection(ctx, oid, store.EventRemovedFromCollection, id, items)
-	return nil
+	return coll, nil
 }
 
 // notifyCollection stores the webhook notification of a membership
@@ -178,8 +180,8 @@ func (s *Server) notifyCollection(ctx context.Context, oid uuid.UUID, event stri
 }
 
 // changeCollection runs /add or /remove and answers with the recounted
-// collection.
-func (s *Server) changeCollection(c echo.Context, change func(*Server, context.Context, uuid.UUID, uuid.UUID, []string) error) error {
+// collection the change returns.
+func (s *Server) changeCollection(c echo.Context, change func(*Server, context.Context, uuid.UUID, uuid.UUID, []string) (*store.Collection, error)) error {
 	id, err := collectionID(c)
 	if err != nil {
 		return err
@@ -191,11 +193,7 @@ func (s *Server) changeCollection(c echo.Context, change func(*Server, context.C
 	if err := in.validate(); err != nil {
 		return err
 	}
-	ctx, oid := c.Request().Context(), currentOrg(c).ID
-	if err := change(s, ctx, oid, id, in.CrawlIDs); err != nil {
-		return err
-	}
-	coll, err := s.store.GetCollection(ctx, oid, id)
+	coll, err := change(s, c.Request().Context(), currentOrg(c).ID, id, in.CrawlIDs)
 	if err != nil {
 		return err
 	}
@@ -224,12 +222,12 @@ func (s *Server) setItemCollections(ctx context.Context, item *store.Crawl, want
 		}
 	}
 	for _, id := range added {
-		if err := s.addMembers(ctx, item.OID, id, []string{item.ID}); err != nil {
+		if _, err := s.addMembers(ctx, item.OID, id, []string{item.ID}); err != nil {
 			return err
 		}
 	}
 	for _, id := range removed {
-		if err := s.removeMembers(ctx, item.OID, id, []string{item.ID}); err != nil {
+		if _, err := s.removeMembers(ctx, item.OID, id, []string{item.ID}); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
 	"github.com/trawlerhq/trawler/webhook"
 )
@@ -291,5 +294,37 @@ func TestCollectionWebhooks(t *testing.T) {
 		"removedFromCollection [" + one + " " + two + "]", "addedToCollection [" + two + "]", "removedFromCollection [" + two + "]"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("notifications %q, want %q", got, want)
+	}
+}
+
+// TestCollectionChangesReadItOnce: /add and /remove read the collection
+// once (the org-scoped check before anything changes); the recounted
+// collection they answer with comes back from the write that sets its
+// modified time, not from another read.
+func TestCollectionChangesReadItOnce(t *testing.T) {
+	var cmds mongotest.Commands
+	e := newEnvOn(t, mongotest.Open(t, cmds.Option()), nil)
+	one := e.finishedCrawl("one", 3, 100, "a")
+	two := e.finishedCrawl("two", 2, 50, "b")
+	coll := func(rest string) string { return e.orgPath("/collections" + rest) }
+	id := e.mustJSON(asCrawler, "POST", coll(""), map[string]any{"name": "c", "crawlIds": []string{one}}, 200)["id"].(string)
+	created := e.mustJSON(asViewer, "GET", coll("/"+id), nil, 200)
+
+	for _, step := range []struct {
+		path          string
+		crawls, pages float64
+	}{{"/add", 2, 5}, {"/remove", 1, 3}} {
+		cmds.Reset()
+		c := e.mustJSON(asCrawler, "POST", coll("/"+id+step.path), map[string]any{"crawlIds": []string{two}}, 200)
+		if n := cmds.Count("find", "collections"); n != 1 {
+			t.Errorf("%s read the collection %d times, want 1", step.path, n)
+		}
+		if c["id"] != id || c["name"] != "c" || c["crawlCount"] != step.crawls || c["pageCount"] != step.pages ||
+			c["modified"].(string) < created["modified"].(string) {
+			t.Errorf("%s answered %v", step.path, c)
+		}
+		if diff := cmp.Diff(c, e.mustJSON(asViewer, "GET", coll("/"+id), nil, 200)); diff != "" {
+			t.Errorf("%s answered other than the collection now is (-answer +now):\n%s", step.path, diff)
+		}
 	}
 }

@@ -118,8 +118,8 @@ type CollectionStore interface {
 	CollectionItems(ctx context.Context, oid, id uuid.UUID) ([]store.Crawl, error)
 	UpdateCollection(ctx context.Context, oid, id uuid.UUID, upd store.CollectionUpdate) error
 	DeleteCollection(ctx context.Context, oid, id uuid.UUID) error
-	AddToCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) error
-	RemoveFromCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) error
+	AddToCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) (*store.Collection, error)
+	RemoveFromCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) (*store.Collection, error)
 }
 
 // CrawlFeedStore is what crawl event streams read.

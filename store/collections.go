@@ -223,37 +223,46 @@ func (m *Mongo) DeleteCollection(ctx context.Context, oid, id uuid.UUID) error {
 }
 
 // AddToCollection adds the items (crawls or uploads of org oid, in any
-// state) to collection id, sets its modified time and recounts it. Every
-// id is checked before anything changes; adding a member again is a no-op.
+// state) to collection id, sets its modified time and recounts it, and
+// returns it as it is then. Every id is checked before anything changes;
+// adding a member again is a no-op.
 //
 // Errors: NotFound("collection_not_found"); NotFound("Crawl not found:
 // <id>") for the first id that is not an item of the org.
-func (m *Mongo) AddToCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) error {
+func (m *Mongo) AddToCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) (*Collection, error) {
 	return m.changeMembers(ctx, oid, id, itemIDs, now, "$addToSet")
 }
 
 // RemoveFromCollection removes the items from collection id (ids that are
 // not members, or not items of the org, are skipped), sets its modified
-// time and recounts it.
+// time and recounts it, and returns it as it is then.
 //
 // Errors: NotFound("collection_not_found").
-func (m *Mongo) RemoveFromCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) error {
+func (m *Mongo) RemoveFromCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) (*Collection, error) {
 	return m.changeMembers(ctx, oid, id, itemIDs, now, "$pull")
 }
 
-func (m *Mongo) changeMembers(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time, op string) error {
+// changeMembers checks the collection and the items, then changes the
+// membership. The modified time is set last, by the write that also
+// returns the recounted collection, so the caller needs no second read.
+func (m *Mongo) changeMembers(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time, op string) (*Collection, error) {
 	if _, err := m.GetCollection(ctx, oid, id); err != nil {
-		return err
+		return nil, err
 	}
 	items, err := m.orgItems(ctx, oid, itemIDs, op == "$pull")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := m.coll(collCollections).UpdateOne(ctx, bson.M{"_id": id, "oid": oid},
-		bson.M{"$set": bson.M{"modified": now}}); err != nil {
-		return fmt.Errorf("updating collection: %w", err)
+	if err := m.setMembership(ctx, id, items, op); err != nil {
+		return nil, err
 	}
-	return m.setMembership(ctx, id, items, op)
+	var c Collection
+	err = m.coll(collCollections).FindOneAndUpdate(ctx, bson.M{"_id": id, "oid": oid}, bson.M{"$set": bson.M{"modified": now}},
+		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&c)
+	if err != nil {
+		return nil, notFoundOr(err, errCollectionNotFound, "updating collection")
+	}
+	return &c, nil
 }
 
 // orgItems returns those of ids that are crawls or uploads of org oid.

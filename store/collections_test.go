@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -159,21 +160,35 @@ func TestCollectionMembers(t *testing.T) {
 		}
 	}
 
+	// A change returns the collection as it is afterwards.
+	returned := func(c *store.Collection) {
+		t.Helper()
+		got, err := m.GetCollection(ctx, org.ID, coll.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(got, c); diff != "" {
+			t.Fatalf("returned collection (-stored +returned):\n%s", diff)
+		}
+	}
+
 	// An unknown or foreign id fails the whole add.
 	for _, bad := range []string{"nope", "other-org"} {
-		err := m.AddToCollection(ctx, org.ID, coll.ID, []string{"one", bad}, now())
+		_, err := m.AddToCollection(ctx, org.ID, coll.ID, []string{"one", bad}, now())
 		if !errors.Is(err, store.ErrNotFound) || store.Detail(err) != "Crawl not found: "+bad {
 			t.Fatalf("add %s: %v", bad, err)
 		}
 		want(0, 0, 0)
 	}
-	if err := m.AddToCollection(ctx, org.ID, uuid.New(), []string{"one"}, now()); store.Detail(err) != "collection_not_found" {
+	if _, err := m.AddToCollection(ctx, org.ID, uuid.New(), []string{"one"}, now()); store.Detail(err) != "collection_not_found" {
 		t.Fatalf("add to missing collection: %v", err)
 	}
-	if err := m.AddToCollection(ctx, org.ID, coll.ID, []string{"one", "two", "running", "one"}, now()); err != nil {
+	added, err := m.AddToCollection(ctx, org.ID, coll.ID, []string{"one", "two", "running", "one"}, now())
+	if err != nil {
 		t.Fatal(err)
 	}
 	want(2, 3, 125, "wr-test-2", "wr-test-1")
+	returned(added)
 	one, _ := m.GetCrawl(ctx, org.ID, "one")
 	if len(one.CollectionIDs) != 1 {
 		t.Fatalf("added twice: %v", one.CollectionIDs)
@@ -196,10 +211,12 @@ func TestCollectionMembers(t *testing.T) {
 	}
 	want(3, 3, 126, "x", "wr-test-2")
 
-	if err := m.RemoveFromCollection(ctx, org.ID, coll.ID, []string{"two", "nope", "other-org"}, now()); err != nil {
+	removed, err := m.RemoveFromCollection(ctx, org.ID, coll.ID, []string{"two", "nope", "other-org"}, now())
+	if err != nil {
 		t.Fatal(err)
 	}
 	want(2, 0, 121, "x")
+	returned(removed)
 	if _, err := m.DeleteCrawls(ctx, org.ID, []string{"running"}); err != nil {
 		t.Fatal(err)
 	}

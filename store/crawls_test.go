@@ -134,7 +134,7 @@ func TestListCrawls(t *testing.T) {
 	if err := m.UpdateCrawl(ctx, oid, c2.ID, store.CrawlUpdate{Description: store.Some(ptr("d"))}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.AddToCollection(ctx, oid, coll, []string{c2.ID}, now()); err != nil {
+	if _, err := m.AddToCollection(ctx, oid, coll, []string{c2.ID}, now()); err != nil {
 		t.Fatal(err)
 	}
 	// An upload and a crawl without a type (older data) share the collection.
