@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -143,29 +144,11 @@ func (s *Server) deleteCollection(c echo.Context) error {
 }
 
 func (s *Server) addToCollection(c echo.Context) error {
-	return s.changeCollection(c, (*Server).addMembers)
+	return s.changeCollection(c, s.store.AddToCollection, store.EventAddedToCollection)
 }
 
 func (s *Server) removeFromCollection(c echo.Context) error {
-	return s.changeCollection(c, (*Server).removeMembers)
-}
-
-func (s *Server) addMembers(ctx context.Context, oid, id uuid.UUID, items []string) (*store.Collection, error) {
-	coll, err := s.store.AddToCollection(ctx, oid, id, items, s.now())
-	if err != nil {
-		return nil, err
-	}
-	s.notifyCollection(ctx, oid, store.EventAddedToCollection, id, items)
-	return coll, nil
-}
-
-func (s *Server) removeMembers(ctx context.Context, oid, id uuid.UUID, items []string) (*store.Collection, error) {
-	coll, err := s.store.RemoveFromCollection(ctx, oid, id, items, s.now())
-	if err != nil {
-		return nil, err
-	}
-	s.notifyCollection(ctx, oid, store.EventRemovedFromCollection, id, items)
-	return coll, nil
+	return s.changeCollection(c, s.store.RemoveFromCollection, store.EventRemovedFromCollection)
 }
 
 // notifyCollection stores the webhook notification of a membership
@@ -179,9 +162,12 @@ func (s *Server) notifyCollection(ctx context.Context, oid uuid.UUID, event stri
 	}
 }
 
-// changeCollection runs /add or /remove and answers with the recounted
-// collection the change returns.
-func (s *Server) changeCollection(c echo.Context, change func(*Server, context.Context, uuid.UUID, uuid.UUID, []string) (*store.Collection, error)) error {
+// membersChange is the store's /add or /remove.
+type membersChange func(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) (*store.Collection, error)
+
+// changeCollection runs /add or /remove, stores its event's notification
+// and answers with the recounted collection the change returns.
+func (s *Server) changeCollection(c echo.Context, change membersChange, event string) error {
 	id, err := collectionID(c)
 	if err != nil {
 		return err
@@ -193,17 +179,19 @@ func (s *Server) changeCollection(c echo.Context, change func(*Server, context.C
 	if err := in.validate(); err != nil {
 		return err
 	}
-	coll, err := change(s, c.Request().Context(), currentOrg(c).ID, id, in.CrawlIDs)
+	ctx, oid := c.Request().Context(), currentOrg(c).ID
+	coll, err := change(ctx, oid, id, in.CrawlIDs, s.now())
 	if err != nil {
 		return err
 	}
+	s.notifyCollection(ctx, oid, event, id, in.CrawlIDs)
 	return c.JSON(http.StatusOK, toCollectionOut(coll, nil))
 }
 
 // setItemCollections makes item a member of exactly the collections want
 // (PATCH of a crawl or upload with collectionIds), as upstream does: one
-// add or remove per changed collection. Every changed collection must
-// exist, or nothing changes.
+// add or remove per changed collection, each with its notification.
+// Every changed collection must exist, or nothing changes.
 func (s *Server) setItemCollections(ctx context.Context, item *store.Crawl, want []uuid.UUID) error {
 	var added, removed []uuid.UUID
 	for _, id := range want {
@@ -216,20 +204,14 @@ func (s *Server) setItemCollections(ctx context.Context, item *store.Crawl, want
 			removed = append(removed, id)
 		}
 	}
-	for _, id := range slices.Concat(added, removed) {
-		if _, err := s.store.GetCollection(ctx, item.OID, id); err != nil {
-			return err
-		}
+	if err := s.store.ChangeItemCollections(ctx, item.OID, item.ID, added, removed, s.now()); err != nil {
+		return err
 	}
 	for _, id := range added {
-		if _, err := s.addMembers(ctx, item.OID, id, []string{item.ID}); err != nil {
-			return err
-		}
+		s.notifyCollection(ctx, item.OID, store.EventAddedToCollection, id, []string{item.ID})
 	}
 	for _, id := range removed {
-		if _, err := s.removeMembers(ctx, item.OID, id, []string{item.ID}); err != nil {
-			return err
-		}
+		s.notifyCollection(ctx, item.OID, store.EventRemovedFromCollection, id, []string{item.ID})
 	}
 	return nil
 }

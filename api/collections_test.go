@@ -328,3 +328,38 @@ func TestCollectionChangesReadItOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestItemCollectionsPatchChecksOnce: a crawl's PATCH of collectionIds
+// checks all the changed collections with one read, and a missing one
+// changes nothing.
+func TestItemCollectionsPatchChecksOnce(t *testing.T) {
+	var cmds mongotest.Commands
+	e := newEnvOn(t, mongotest.Open(t, cmds.Option()), nil)
+	crawl := e.finishedCrawl("one", 3, 100, "a")
+	coll := func(rest string) string { return e.orgPath("/collections" + rest) }
+	first := e.mustJSON(asCrawler, "POST", coll(""), map[string]any{"name": "first", "crawlIds": []string{crawl}}, 200)["id"].(string)
+	second := e.mustJSON(asCrawler, "POST", coll(""), map[string]any{"name": "second"}, 200)["id"].(string)
+	third := e.mustJSON(asCrawler, "POST", coll(""), map[string]any{"name": "third"}, 200)["id"].(string)
+	memberOf := func() []string {
+		return toStrings(e.mustJSON(asViewer, "GET", e.orgPath("/crawls/"+crawl), nil, 200)["collectionIds"])
+	}
+
+	e.wantDetail(e.do(asCrawler, "PATCH", e.orgPath("/crawls/"+crawl), map[string]any{"collectionIds": []string{second, zeroUUID}}), 404, "collection_not_found")
+	if got := memberOf(); !slices.Equal(got, []string{first}) {
+		t.Fatalf("a missing collection changed the crawl's collections: %v", got)
+	}
+
+	cmds.Reset()
+	e.mustJSON(asCrawler, "PATCH", e.orgPath("/crawls/"+crawl), map[string]any{"collectionIds": []string{second, third}}, 200)
+	if n := cmds.Count("find", "collections"); n != 1 {
+		t.Errorf("the PATCH read collections %d times, want 1", n)
+	}
+	if got := memberOf(); !slices.Equal(got, []string{second, third}) {
+		t.Fatalf("crawl's collections %v, want %v", got, []string{second, third})
+	}
+	for id, want := range map[string]float64{first: 0, second: 1, third: 1} {
+		if c := e.mustJSON(asViewer, "GET", coll("/"+id), nil, 200); c["crawlCount"] != want {
+			t.Errorf("collection %s after the PATCH: %v", c["name"], c)
+		}
+	}
+}

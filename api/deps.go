@@ -120,6 +120,7 @@ type CollectionStore interface {
 	DeleteCollection(ctx context.Context, oid, id uuid.UUID) error
 	AddToCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) (*store.Collection, error)
 	RemoveFromCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) (*store.Collection, error)
+	ChangeItemCollections(ctx context.Context, oid uuid.UUID, item string, added, removed []uuid.UUID, now time.Time) error
 }
 
 // CrawlFeedStore is what crawl event streams read.

@@ -242,9 +242,6 @@ func (m *Mongo) RemoveFromCollection(ctx context.Context, oid, id uuid.UUID, ite
 	return m.changeMembers(ctx, oid, id, itemIDs, now, "$pull")
 }
 
-// changeMembers checks the collection and the items, then changes the
-// membership. The modified time is set last, by the write that also
-// returns the recounted collection, so the caller needs no second read.
 func (m *Mongo) changeMembers(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time, op string) (*Collection, error) {
 	if _, err := m.GetCollection(ctx, oid, id); err != nil {
 		return nil, err
@@ -253,11 +250,54 @@ func (m *Mongo) changeMembers(ctx context.Context, oid, id uuid.UUID, itemIDs []
 	if err != nil {
 		return nil, err
 	}
+	return m.applyMembers(ctx, oid, id, items, now, op)
+}
+
+// ChangeItemCollections makes item (a crawl or upload of org oid) a
+// member of the collections added and no longer of those removed, as one
+// /add or /remove of it per collection would, except that every changed
+// collection is checked first, with one read: a missing one (or another
+// org's) changes nothing.
+//
+// Errors: NotFound("collection_not_found"); NotFound("Crawl not found:
+// <item>") if there is something to add and item is not the org's.
+func (m *Mongo) ChangeItemCollections(ctx context.Context, oid uuid.UUID, item string, added, removed []uuid.UUID, now time.Time) error {
+	changed := slices.Concat(added, removed)
+	found, err := m.CollectionRefs(ctx, oid, changed)
+	if err != nil {
+		return err
+	}
+	for _, id := range changed {
+		if !slices.ContainsFunc(found, func(c Collection) bool { return c.ID == id }) {
+			return errCollectionNotFound
+		}
+	}
+	items, err := m.orgItems(ctx, oid, []string{item}, len(added) == 0)
+	if err != nil {
+		return err
+	}
+	for _, ch := range []struct {
+		ids []uuid.UUID
+		op  string
+	}{{added, "$addToSet"}, {removed, "$pull"}} {
+		for _, id := range ch.ids {
+			if _, err := m.applyMembers(ctx, oid, id, items, now, ch.op); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// applyMembers applies op to the checked items' membership of checked
+// collection id. The modified time is set last, by the write that also
+// returns the recounted collection, so the caller needs no second read.
+func (m *Mongo) applyMembers(ctx context.Context, oid, id uuid.UUID, items []string, now time.Time, op string) (*Collection, error) {
 	if err := m.setMembership(ctx, id, items, op); err != nil {
 		return nil, err
 	}
 	var c Collection
-	err = m.coll(collCollections).FindOneAndUpdate(ctx, bson.M{"_id": id, "oid": oid}, bson.M{"$set": bson.M{"modified": now}},
+	err := m.coll(collCollections).FindOneAndUpdate(ctx, bson.M{"_id": id, "oid": oid}, bson.M{"$set": bson.M{"modified": now}},
 		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&c)
 	if err != nil {
 		return nil, notFoundOr(err, errCollectionNotFound, "updating collection")

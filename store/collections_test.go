@@ -119,6 +119,52 @@ func TestUpdateCollection(t *testing.T) {
 	}
 }
 
+// TestChangeItemCollections: all changed collections are checked before
+// anything changes; the item is checked as /add and /remove would.
+func TestChangeItemCollections(t *testing.T) {
+	m := mongotest.Open(t)
+	ctx := context.Background()
+	org := mustOrg(t, m, "org")
+	wf := mustWorkflow(t, m, org.ID, "wf", "https://a.example/")
+	mustCrawl(t, m, wf, "c", now())
+	a := mustCollection(t, m, org.ID, "a", nil, now())
+	b := mustCollection(t, m, org.ID, "b", nil, now())
+	theirs := mustCollection(t, m, uuid.New(), "theirs", nil, now())
+	member := func(want ...uuid.UUID) {
+		t.Helper()
+		c, err := m.GetCrawl(ctx, org.ID, "c")
+		if err != nil || !slices.Equal(c.CollectionIDs, want) {
+			t.Fatalf("collections of c %v, %v; want %v", c.CollectionIDs, err, want)
+		}
+	}
+
+	for _, missing := range []uuid.UUID{uuid.New(), theirs.ID} {
+		err := m.ChangeItemCollections(ctx, org.ID, "c", []uuid.UUID{a.ID, missing}, nil, now())
+		if store.Detail(err) != "collection_not_found" {
+			t.Fatalf("add to %v: %v", missing, err)
+		}
+		member()
+	}
+	if err := m.ChangeItemCollections(ctx, org.ID, "c", []uuid.UUID{a.ID, b.ID}, nil, now()); err != nil {
+		t.Fatal(err)
+	}
+	member(a.ID, b.ID)
+	if err := m.ChangeItemCollections(ctx, org.ID, "c", nil, []uuid.UUID{a.ID}, now()); err != nil {
+		t.Fatal(err)
+	}
+	member(b.ID)
+	if got, _ := m.GetCollection(ctx, org.ID, b.ID); got.CrawlCount != 0 { // c has not succeeded
+		t.Fatalf("b counts %d crawls", got.CrawlCount)
+	}
+
+	if err := m.ChangeItemCollections(ctx, org.ID, "nope", []uuid.UUID{a.ID}, nil, now()); store.Detail(err) != "Crawl not found: nope" {
+		t.Fatalf("add of a missing item: %v", err)
+	}
+	if err := m.ChangeItemCollections(ctx, org.ID, "nope", nil, []uuid.UUID{a.ID}, now()); err != nil {
+		t.Fatalf("removal of a missing item: %v", err)
+	}
+}
+
 // TestCollectionMembers: counts follow adds, removes, finishes, tag edits
 // and deletes; only successful members count.
 func TestCollectionMembers(t *testing.T) {
