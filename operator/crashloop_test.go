@@ -2,8 +2,11 @@ package operator
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,5 +182,84 @@ func TestFailureReportWaitsForSlowLogs(t *testing.T) {
 	f.store.mu.Unlock()
 	if len(lines) != 2 || !strings.Contains(lines[1], `"logs":["last line of `) {
 		t.Errorf("stored report %q, want the reason and the pod's log lines", lines)
+	}
+}
+
+// countingLogs answers each pod's log with 30 numbered lines, cut to the
+// tail asked for, and records every read.
+type countingLogs struct {
+	mu    sync.Mutex
+	reads []string // "<pod> <tail>"
+}
+
+func (l *countingLogs) PodLogs(_ context.Context, _, pod, _ string, tail int64) (string, error) {
+	l.mu.Lock()
+	l.reads = append(l.reads, fmt.Sprintf("%s %d", pod, tail))
+	l.mu.Unlock()
+	var b strings.Builder
+	for i := max(1, 31-tail); i <= 30; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	return b.String(), nil
+}
+
+// A crash loop the operator fails reads each crawler pod's log once, for
+// both the failure report (its last 20 lines) and the operator log of the
+// failed crawl (its last log_failed_crawl_lines).
+func TestCrashLoopReadsLogsOnce(t *testing.T) {
+	cj := newJob(2, withFinalizer, runningStatus(store.StateRunning, 2))
+	f := newFixture(t, cj, configMap(), crashingPod(0, 1, 17), crashingPod(1, 1, 1), redisPodIn(corev1.PodRunning))
+	f.withRedis(reachable("running", "running"))
+	logs := &countingLogs{}
+	out := &SyncBuffer{}
+	f.c.logs, f.c.log = logs, slog.New(slog.NewTextHandler(out, nil))
+	f.c.cfg.LogFailedCrawlLines = 5
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.status(); st.State != store.StateFailed || st.FailReason == "" {
+		t.Fatalf("status %s %q, want failed by the operator", st.State, st.FailReason)
+	}
+	key := "crawlers/" + cj.Name
+	if !eventually(5*time.Second, func() bool { return f.c.finishers.done(failureKey(key)) }) {
+		t.Fatal("the failure report was never stored")
+	}
+
+	logs.mu.Lock()
+	reads := slices.Clone(logs.reads)
+	logs.mu.Unlock()
+	if want := []string{name(0) + " 20", name(1) + " 20"}; !slices.Equal(reads, want) {
+		t.Errorf("log reads %q, want %q", reads, want)
+	}
+	f.store.mu.Lock()
+	report := f.store.opLines[cj.Spec.ID]
+	f.store.mu.Unlock()
+	if len(report) != 3 || !strings.Contains(report[1], `"logs":["line 11","line 12",`) || !strings.Contains(report[1], `"line 30"]`) {
+		t.Errorf("stored report %q, want the reason and each pod's lines 11 to 30", report)
+	}
+	for _, p := range []string{name(0), name(1)} {
+		want := fmt.Sprintf("msg=\"failed crawl pod logs\" crawl=%s pod=%s logs=\"line 26\\nline 27\\nline 28\\nline 29\\nline 30\\n\"", testID, p)
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("operator log lacks %s; log:\n%s", want, out)
+		}
+	}
+}
+
+func TestLastLines(t *testing.T) {
+	for _, tt := range []struct {
+		log  string
+		n    int
+		want string
+	}{
+		{"a\nb\nc\n", 2, "b\nc\n"},
+		{"a\nb\nc\n", 3, "a\nb\nc\n"},
+		{"a\nb\nc\n", 9, "a\nb\nc\n"},
+		{"a\nb\nc", 1, "c"},
+		{"a\n\n", 1, "\n"},
+		{"", 5, ""},
+	} {
+		if got := lastLines(tt.log, tt.n); got != tt.want {
+			t.Errorf("lastLines(%q, %d) = %q, want %q", tt.log, tt.n, got, tt.want)
+		}
 	}
 }

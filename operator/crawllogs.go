@@ -24,8 +24,10 @@ func (r apiLogReader) PodLogs(ctx context.Context, ns, pod, container string, ta
 
 // logFailedCrawl logs each crawler pod's status and, if enabled, the tail
 // of its default container's log, so a failure can be understood after
-// the pods are gone.
-func (c *Controller) logFailedCrawl(cj *trawlerv1.CrawlJob, crawlers map[int]*corev1.Pod) {
+// the pods are gone. When the operator failed the crawl itself
+// (reported), reportFailure logs the tails from its own read of the logs,
+// so each pod's log is read once per failure.
+func (c *Controller) logFailedCrawl(cj *trawlerv1.CrawlJob, crawlers map[int]*corev1.Pod, reported bool) {
 	if c.cfg.LogFailedCrawlLines <= 0 {
 		return
 	}
@@ -34,18 +36,54 @@ func (c *Controller) logFailedCrawl(cj *trawlerv1.CrawlJob, crawlers map[int]*co
 		c.log.Info("failed crawl pod status", "crawl", cj.Spec.ID, "pod", p.Name, "phase", p.Status.Phase,
 			"reason", p.Status.Reason, "containers", p.Status.ContainerStatuses)
 	}
-	lines := int64(c.cfg.LogFailedCrawlLines)
+	if reported {
+		return
+	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), failureLogsTimeout)
 		defer cancel()
-		for _, p := range pods {
-			logs, err := c.logs.PodLogs(ctx, p.Namespace, p.Name, p.Spec.Containers[0].Name, lines)
-			if err != nil {
-				logs = "Logs Not Found: " + err.Error()
-			}
-			c.log.Info("failed crawl pod logs", "crawl", cj.Spec.ID, "pod", p.Name, "logs", logs)
-		}
+		c.logPodLogs(cj, pods, c.readPodLogs(ctx, pods, c.cfg.LogFailedCrawlLines))
 	}()
+}
+
+// podLog is the tail of a crawler pod's log, or why it could not be read.
+type podLog struct {
+	text string
+	err  error
+}
+
+// readPodLogs reads the last lines of each pod's default container log.
+func (c *Controller) readPodLogs(ctx context.Context, pods []*corev1.Pod, lines int) []podLog {
+	logs := make([]podLog, len(pods))
+	for i, p := range pods {
+		logs[i].text, logs[i].err = c.logs.PodLogs(ctx, p.Namespace, p.Name, p.Spec.Containers[0].Name, int64(lines))
+	}
+	return logs
+}
+
+// logPodLogs logs the last LogFailedCrawlLines lines of each pod's log.
+func (c *Controller) logPodLogs(cj *trawlerv1.CrawlJob, pods []*corev1.Pod, logs []podLog) {
+	for i, p := range pods {
+		text := lastLines(logs[i].text, c.cfg.LogFailedCrawlLines)
+		if logs[i].err != nil {
+			text = "Logs Not Found: " + logs[i].err.Error()
+		}
+		c.log.Info("failed crawl pod logs", "crawl", cj.Spec.ID, "pod", p.Name, "logs", text)
+	}
+}
+
+// lastLines is the end of log holding its last n lines (a final newline
+// ends the last line; it does not start another).
+func lastLines(log string, n int) string {
+	end := strings.TrimSuffix(log, "\n")
+	for i := 0; i < n; i++ {
+		j := strings.LastIndexByte(end, '\n')
+		if j < 0 {
+			return log
+		}
+		end = end[:j]
+	}
+	return log[len(end)+1:]
 }
 
 // inIndexOrder lists the crawler pods by instance index.
@@ -73,7 +111,8 @@ const failureLogsTimeout = 30 * time.Second
 // the crawler's JSON log line shape, retrying with backoff until they are
 // stored. Then the FailureReported condition records it (crawlStatus sets
 // it) and the teardown lets the pods go; until then a restarted operator
-// reports again (the store keeps one copy).
+// reports again (the store keeps one copy). The one read of the logs also
+// serves logFailedCrawl's tails, when those are enabled.
 func (c *Controller) reportFailure(ctx context.Context, key string, cj *trawlerv1.CrawlJob, reason string, crawlers map[int]*corev1.Pod) {
 	id := cj.Spec.ID
 	pods := inIndexOrder(crawlers)
@@ -84,8 +123,12 @@ func (c *Controller) reportFailure(ctx context.Context, key string, cj *trawlerv
 			// try's StoreTimeout is the store write's, and a slow log read
 			// must not use it up. A retry stores the same lines.
 			lctx, cancel := context.WithTimeout(ctx, failureLogsTimeout)
-			lines = c.failureReport(lctx, reason, pods)
+			logs := c.readPodLogs(lctx, pods, max(failureLogLines, c.cfg.LogFailedCrawlLines))
 			cancel()
+			if c.cfg.LogFailedCrawlLines > 0 {
+				c.logPodLogs(cj, pods, logs)
+			}
+			lines = c.failureReport(reason, pods, logs)
 		}
 		return c.store.AddOperatorCrawlErrors(sctx, id, lines)
 	})
@@ -103,10 +146,10 @@ type crawlLogLine struct {
 
 // failureReport is the reason, then one line per crawler pod with its
 // restarts, last exit code and last log lines.
-func (c *Controller) failureReport(ctx context.Context, reason string, pods []*corev1.Pod) []string {
+func (c *Controller) failureReport(reason string, pods []*corev1.Pod, logs []podLog) []string {
 	ts := c.clock.Now().UTC().Format("2006-01-02T15:04:05.000Z")
 	entries := []crawlLogLine{{Timestamp: ts, LogLevel: "fatal", Context: "operator", Message: reason, Details: map[string]any{}}}
-	for _, p := range pods {
+	for i, p := range pods {
 		details := map[string]any{"pod": p.Name}
 		if cs := crawlerContainer(p); cs != nil {
 			details["restarts"] = cs.RestartCount
@@ -114,11 +157,10 @@ func (c *Controller) failureReport(ctx context.Context, reason string, pods []*c
 				details["exitCode"] = t.ExitCode
 			}
 		}
-		logs, err := c.logs.PodLogs(ctx, p.Namespace, p.Name, p.Spec.Containers[0].Name, failureLogLines)
-		if err != nil {
+		if err := logs[i].err; err != nil {
 			details["logsError"] = err.Error()
 		} else {
-			details["logs"] = strings.Split(strings.TrimRight(logs, "\n"), "\n")
+			details["logs"] = strings.Split(strings.TrimRight(lastLines(logs[i].text, failureLogLines), "\n"), "\n")
 		}
 		entries = append(entries, crawlLogLine{Timestamp: ts, LogLevel: "error", Context: "operator",
 			Message: "last log lines of crawler pod " + p.Name, Details: details})

@@ -76,7 +76,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	d.RequeueAfter = minPositive(d.RequeueAfter, requeue)
 
 	st := crawlStatus(o, d, results)
-	c.reportTransitions(cj, st, d, results, o.Crawlers)
+	c.reportTransitions(cj, st, d, results, o)
 	c.notifyStarted(ctx, key, cj, st)
 	// Every pass writes a state change it made, whatever else it did: the
 	// pass that recreates a restarted crawl's pods writes restartTime with
@@ -292,7 +292,7 @@ func (c *Controller) recordTransition(ctx context.Context, cj *trawlerv1.CrawlJo
 
 // reportTransitions logs and records an Event for a state change, and
 // logs the pods of a crawl that just failed.
-func (c *Controller) reportTransitions(cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus, d decision, results []transitionResult, crawlers map[int]*corev1.Pod) {
+func (c *Controller) reportTransitions(cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus, d decision, results []transitionResult, o observed) {
 	prev := cj.Status.State
 	if prev == "" {
 		prev = store.StateStarting
@@ -303,7 +303,7 @@ func (c *Controller) reportTransitions(cj *trawlerv1.CrawlJob, st trawlerv1.Craw
 	}
 	for i, res := range results {
 		if res.Changed && d.Transitions[i].To == store.StateFailed {
-			c.logFailedCrawl(cj, crawlers)
+			c.logFailedCrawl(cj, o.Crawlers, failureUnreported(st, o))
 		}
 	}
 }
