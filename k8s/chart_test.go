@@ -74,17 +74,32 @@ func chartValues(t *testing.T) map[string]any {
 	return values
 }
 
-// A misspelt value renders as empty without complaint from helm.
+// A misspelt value renders as empty without complaint from helm, nested
+// ones (.Values.email.smtp_host) included.
 func TestChartUsesOnlyDefinedValues(t *testing.T) {
 	values := chartValues(t)
-	ref := regexp.MustCompile(`\.Values\.([A-Za-z0-9_]+)`)
+	ref := regexp.MustCompile(`\.Values\.([A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*)`)
 	for name, text := range readChartTemplates(t) {
 		for _, m := range ref.FindAllStringSubmatch(text, -1) {
-			if _, ok := values[m[1]]; !ok {
+			if !definesPath(values, strings.Split(m[1], ".")) {
 				t.Errorf("%s uses .Values.%s, which values.yaml does not define", name, m[1])
 			}
 		}
 	}
+}
+
+// definesPath reports whether values has the nested keys of path; a path
+// that goes on past a value which is no map (a list, a string) is left
+// to helm.
+func definesPath(values map[string]any, path []string) bool {
+	v, ok := values[path[0]]
+	if !ok {
+		return false
+	}
+	if m, isMap := v.(map[string]any); isMap && len(path) > 1 {
+		return definesPath(m, path[1:])
+	}
+	return true
 }
 
 // trawler ignores unknown TRAWLER_* variables, so a wrong name would be a
