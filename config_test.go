@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/configuration.md")
@@ -105,4 +106,64 @@ func TestLoadConfigRejectsUnknownKeys(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "mongo.url") {
 		t.Fatalf("err = %v, want one naming mongo.url", err)
 	}
+}
+
+// The chart's email and webhooks blocks hold settings of the same names
+// (email.smtp_host is TRAWLER_EMAIL_SMTP_HOST), so an install that sets
+// none of them must behave as the binary's defaults say, and every
+// setting of those groups must be settable through the chart.
+func TestChartBlocksKeepSettingDefaults(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	for _, group := range []string{"email", "webhooks"} {
+		block, ok := values[group].(map[string]any)
+		if !ok {
+			t.Errorf("values.yaml has no %s block", group)
+			continue
+		}
+		for _, s := range settings {
+			name, ok := strings.CutPrefix(s.key, group+".")
+			if !ok {
+				continue
+			}
+			v, ok := block[name]
+			if !ok {
+				t.Errorf("values.yaml lacks %s", s.key)
+				continue
+			}
+			delete(block, name)
+			if got := chartValueAs(v, s.def); got != s.def {
+				t.Errorf("values.yaml %s = %v, want the binary's default %v", s.key, v, s.def)
+			}
+		}
+		for name := range block {
+			t.Errorf("values.yaml %s.%s is no setting", group, name)
+		}
+	}
+}
+
+// chartValueAs reads a value as YAML decodes it into JSON types in the
+// type of def; nil where it cannot.
+func chartValueAs(v, def any) any {
+	switch def.(type) {
+	case int:
+		if f, ok := v.(float64); ok && f == float64(int(f)) {
+			return int(f)
+		}
+	case time.Duration:
+		if s, ok := v.(string); ok {
+			if d, err := time.ParseDuration(s); err == nil {
+				return d
+			}
+		}
+	case string, bool:
+		return v
+	}
+	return nil
 }

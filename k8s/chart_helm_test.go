@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/trawlerhq/trawler/sandbox"
 )
 
@@ -74,4 +76,100 @@ metrics: {service_port: true, service_monitor: {enabled: true, labels: {release:
 	if strings.Contains(text, "crawl-instance-3") {
 		t.Error("more PriorityClasses than max_crawl_scale")
 	}
+}
+
+// TestChartEmailAndWebhooks: the email and webhooks values reach trawler
+// as its TRAWLER_* variables, the SMTP password through the Secret only.
+func TestChartEmailAndWebhooks(t *testing.T) {
+	for _, tc := range []struct {
+		name, values string
+		config       map[string]string
+		password     string // "" = no TRAWLER_EMAIL_PASSWORD in the Secret
+	}{
+		{"defaults", "", map[string]string{
+			"TRAWLER_EMAIL_SMTP_HOST": "", "TRAWLER_EMAIL_SMTP_PORT": "587", "TRAWLER_EMAIL_SENDER": "",
+			"TRAWLER_EMAIL_REPLY_TO": "", "TRAWLER_EMAIL_USE_TLS": "false",
+			"TRAWLER_WEBHOOKS_MAX_ATTEMPTS": "5", "TRAWLER_WEBHOOKS_RETRY_DELAY": "10s",
+			"TRAWLER_WEBHOOKS_MAX_RETRY_DELAY": "10m", "TRAWLER_WEBHOOKS_TIMEOUT": "15s",
+			"TRAWLER_WEBHOOKS_POLL_INTERVAL": "10s", "TRAWLER_WEBHOOKS_WORKERS": "8",
+		}, ""},
+		{"set", `email: {smtp_host: smtp.example.org, smtp_port: 2525, sender: crawls@example.org,
+  password: "sm7p-pa55", reply_to: "Crawls <noreply@example.org>", use_tls: true}
+webhooks: {max_attempts: 3, retry_delay: 30s, max_retry_delay: 1h, timeout: 5s, poll_interval: 1m, workers: 2}
+`, map[string]string{
+			"TRAWLER_EMAIL_SMTP_HOST": "smtp.example.org", "TRAWLER_EMAIL_SMTP_PORT": "2525", "TRAWLER_EMAIL_USE_TLS": "true",
+			"TRAWLER_EMAIL_SENDER": "crawls@example.org", "TRAWLER_EMAIL_REPLY_TO": "Crawls <noreply@example.org>",
+			"TRAWLER_WEBHOOKS_MAX_ATTEMPTS": "3", "TRAWLER_WEBHOOKS_RETRY_DELAY": "30s",
+			"TRAWLER_WEBHOOKS_MAX_RETRY_DELAY": "1h", "TRAWLER_WEBHOOKS_TIMEOUT": "5s",
+			"TRAWLER_WEBHOOKS_POLL_INTERVAL": "1m", "TRAWLER_WEBHOOKS_WORKERS": "2",
+		}, "sm7p-pa55"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objects := renderChart(t, tc.values)
+			config := objects["ConfigMap/trawler-env-config"].Data
+			for key, want := range tc.config {
+				if got, ok := config[key]; !ok || got != want {
+					t.Errorf("ConfigMap %s = %q (set: %v), want %q", key, got, ok, want)
+				}
+			}
+			if _, ok := config["TRAWLER_EMAIL_PASSWORD"]; ok {
+				t.Error("the SMTP password is in the ConfigMap")
+			}
+			got, ok := objects["Secret/trawler-secrets"].StringData["TRAWLER_EMAIL_PASSWORD"]
+			if tc.password == "" && ok {
+				t.Errorf("the Secret has TRAWLER_EMAIL_PASSWORD %q though none is set", got)
+			}
+			if tc.password != "" && got != tc.password {
+				t.Errorf("the Secret's TRAWLER_EMAIL_PASSWORD = %q, want %q", got, tc.password)
+			}
+			for key, o := range objects {
+				if tc.password != "" && key != "Secret/trawler-secrets" && strings.Contains(o.text, tc.password) {
+					t.Errorf("%s holds the SMTP password", key)
+				}
+			}
+		})
+	}
+}
+
+// renderedObject is what these tests read of one object helm rendered.
+type renderedObject struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Data       map[string]string `json:"data"`
+	StringData map[string]string `json:"stringData"`
+	text       string
+}
+
+// renderChart renders the chart with helm template and the given values
+// file content ("" = defaults), keyed by kind/name.
+func renderChart(t *testing.T, values string) map[string]renderedObject {
+	t.Helper()
+	helm, err := sandbox.Bin("helm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(file, []byte(values), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(helm, "template", "t", filepath.Join("..", "deploy", "helm", "trawler"),
+		"--namespace", "trawler", "--values", file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	objects := map[string]renderedObject{}
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var o renderedObject
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			t.Fatalf("rendered document: %v\n%s", err, doc)
+		}
+		if o.Kind == "" {
+			continue
+		}
+		o.text = doc
+		objects[o.Kind+"/"+o.Metadata.Name] = o
+	}
+	return objects
 }
