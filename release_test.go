@@ -15,17 +15,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trawlerhq/trawler/k8s"
+	"github.com/trawlerhq/trawler/sandbox"
 )
 
 // TestHelmRelease installs the chart into the RBAC sandbox with its
-// bundled stores, runs a crawl through the release's Service, checks
-// trawler's requests against the chart's RBAC, upgrades to three replicas
-// during a crawl, and uninstalls. The steps share one release, so they
-// run in order in one test.
+// bundled stores, sends an invite e-mail and runs a crawl through the
+// release's Service, checks trawler's requests against the chart's RBAC,
+// upgrades to three replicas during a crawl, and uninstalls. The steps
+// share one release, so they run in order in one test.
 func TestHelmRelease(t *testing.T) {
 	r := theRelease(t)
 	values := filepath.Join(t.TempDir(), "sandbox.yaml")
-	if err := os.WriteFile(values, []byte(sandboxValues), 0o644); err != nil {
+	if err := os.WriteFile(values, []byte(r.sandboxValues()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -35,9 +36,13 @@ func TestHelmRelease(t *testing.T) {
 	t.Logf("helm install --wait took %s", time.Since(began).Round(100*time.Millisecond))
 	r.checkInstalled(t)
 
-	since := time.Now()
 	api := r.api(t)
 	oid := api.orgID()
+	began = time.Now()
+	r.checkEmail(t, api, oid)
+	t.Logf("invite e-mail through the release: %s", time.Since(began).Round(100*time.Millisecond))
+
+	since := time.Now()
 	// Long enough (60 pages of 300 ms) that both crawlers get pages.
 	crawl := api.startCrawl(oid, "https://example.com/?sim-pages=60&sim-page-ms=300", 2)
 	api.waitCrawl(oid, crawl, 3*time.Minute)
@@ -91,6 +96,25 @@ func (r *releaseEnv) checkInstalled(t *testing.T) {
 	ready, err := r.readyPods(ctx)
 	if err != nil || len(ready) != 2 {
 		t.Fatalf("ready trawler pods: %d, %v; want 2", len(ready), err)
+	}
+}
+
+// checkEmail: an invite made through the release reaches the sandbox's
+// Mailpit from the chart's email.reply_to.
+func (r *releaseEnv) checkEmail(t *testing.T, api *apiClient, oid string) {
+	t.Helper()
+	const to = "invitee@release.test"
+	api.json("POST", "/api/orgs/"+oid+"/invite", map[string]any{"email": to, "role": 10}, 200, nil)
+	var mail sandbox.MailSummary
+	waitFor(t, 30*time.Second, "the invite e-mail in Mailpit", func() (bool, error) {
+		msgs, err := r.env.Mailpit.Messages(context.Background(), `to:"`+to+`"`)
+		if len(msgs) > 0 {
+			mail = msgs[0]
+		}
+		return len(msgs) > 0, err
+	})
+	if mail.From.Address != releaseMailFrom || len(mail.ReplyTo) != 1 || mail.ReplyTo[0].Address != releaseMailFrom {
+		t.Errorf("invite e-mail from %v, reply to %v; want %s for both", mail.From, mail.ReplyTo, releaseMailFrom)
 	}
 }
 
@@ -164,6 +188,9 @@ func TestHelmRejectsBadValues(t *testing.T) {
 		{"unknown key", "trawler_replicas: 3\n", "trawler_replicas"},
 		{"bad quantity", "crawler_storage: lots\n", "crawler_storage"},
 		{"bad duration", "operator_stats_interval: often\n", "operator_stats_interval"},
+		// trawler would read a bare number as nanoseconds.
+		{"duration without unit", "webhooks: {retry_delay: 10}\n", "/webhooks/retry_delay"},
+		{"SMTP password without login", "email: {password: secret}\n", "/email/sender"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "bad.yaml")
