@@ -138,16 +138,16 @@ func (s *Server) uploadStream(c echo.Context) error {
 		return errStorageQuotaReached
 	}
 	id, left := "upload-"+uuid.NewString(), quotaLeft(org)
-	var replaced *store.Crawl
+	replace := false
 	if rid := c.QueryParam("replaceId"); rid != "" {
 		if old, err := s.store.GetCrawl(ctx, org.ID, rid); err == nil && old.Type == store.TypeUpload {
-			id, replaced = rid, old
+			id, replace = rid, true
 			if left >= 0 {
 				left += old.FileSize // the replaced files go
 			}
 		}
 	}
-	return s.storeUpload(c, id, meta, replaced, func(t fileTarget) ([]store.CrawlFile, error) {
+	return s.storeUpload(c, id, meta, replace, func(t fileTarget) ([]store.CrawlFile, error) {
 		f, err := s.putFile(ctx, t, uploadKey(t, id, filename), c.Request().Body, left)
 		return []store.CrawlFile{f}, err
 	})
@@ -169,7 +169,7 @@ func (s *Server) uploadFormData(c echo.Context) error {
 		return errStorageQuotaReached
 	}
 	id, left := uuid.NewString(), quotaLeft(org)
-	return s.storeUpload(c, id, meta, nil, func(t fileTarget) ([]store.CrawlFile, error) {
+	return s.storeUpload(c, id, meta, false, func(t fileTarget) ([]store.CrawlFile, error) {
 		var files []store.CrawlFile
 		for {
 			part, err := mr.NextPart()
@@ -203,10 +203,11 @@ func uploadKey(t fileTarget, id, clientName string) string {
 	return t.prefix + "uploads/" + id + "/" + uploadFilename(clientName)
 }
 
-// storeUpload stores the files put writes and records the upload (or its
-// replacement, whose old files then go). Files stored for an upload that
-// fails are removed again.
-func (s *Server) storeUpload(c echo.Context, id string, meta uploadMeta, replaced *store.Crawl,
+// storeUpload stores the files put writes and records the upload (or,
+// with replace, its replacement, whose old files then go: those of the
+// document the replace dropped). Files stored for an upload that fails
+// are removed again.
+func (s *Server) storeUpload(c echo.Context, id string, meta uploadMeta, replace bool,
 	put func(fileTarget) ([]store.CrawlFile, error)) error {
 	ctx, org := c.Request().Context(), currentOrg(c)
 	target, err := s.orgFiles(org)
@@ -227,7 +228,8 @@ func (s *Server) storeUpload(c echo.Context, id string, meta uploadMeta, replace
 	}
 	u := &store.Upload{ID: id, UserID: currentUser(c).ID, OID: org.ID, Name: meta.name, Description: meta.description,
 		Tags: meta.tags, CollectionIDs: meta.collections, Files: files, At: s.now()}
-	if _, err := s.store.SaveUpload(ctx, u, replaced != nil); err != nil {
+	replaced, err := s.store.SaveUpload(ctx, u, replace)
+	if err != nil {
 		s.deleteObjects(ctx, org, files)
 		return err
 	}

@@ -70,15 +70,13 @@ func (m *Mongo) SaveUpload(ctx context.Context, u *Upload, replace bool) (*Crawl
 	var old *Crawl
 	colls := slices.Clone(doc.CollectionIDs)
 	if replace {
-		var err error
-		if old, err = m.GetCrawl(ctx, u.OID, u.ID); err != nil {
-			return nil, err
-		}
-		if old.Type != TypeUpload {
-			return nil, errCrawlNotFound
-		}
-		if _, err := m.coll(collCrawls).ReplaceOne(ctx, bson.M{"_id": u.ID}, doc); err != nil {
-			return nil, fmt.Errorf("replacing upload: %w", err)
+		// One write checks that id is an upload of the org and returns the
+		// document it replaced, so the files and collections the caller
+		// and the recount see are those the replace really dropped.
+		old = &Crawl{}
+		filter := bson.M{"_id": u.ID, "oid": u.OID, "type": TypeUpload}
+		if err := m.coll(collCrawls).FindOneAndReplace(ctx, filter, doc).Decode(old); err != nil {
+			return nil, notFoundOr(err, errCrawlNotFound, "replacing upload")
 		}
 		colls = append(colls, old.CollectionIDs...)
 	} else if _, err := m.coll(collCrawls).InsertOne(ctx, doc); err != nil {

@@ -84,3 +84,44 @@ func TestSaveUpload(t *testing.T) {
 		t.Fatalf("replacing another org's upload: %v", err)
 	}
 }
+
+// TestSaveUploadReplaceRoundTrips: a replace reads the old upload with
+// the write that replaces it (the caller has read it once already), and
+// still refuses another org's upload and a crawl, changing nothing. The
+// uploads are in no collection, so no recount reads the crawls either.
+func TestSaveUploadReplaceRoundTrips(t *testing.T) {
+	var cmds mongotest.Commands
+	m := mongotest.Open(t, cmds.Option())
+	ctx := context.Background()
+	org := mustOrg(t, m, "org")
+	first := &store.Upload{ID: "upload-1", OID: org.ID, Name: "first", At: now(),
+		Files: []store.CrawlFile{{Filename: "old.wacz", Size: 100}}}
+	if _, err := m.SaveUpload(ctx, first, false); err != nil {
+		t.Fatal(err)
+	}
+
+	cmds.Reset()
+	second := &store.Upload{ID: "upload-1", OID: org.ID, Name: "second", At: now(), Files: []store.CrawlFile{{Filename: "new.wacz", Size: 30}}}
+	old, err := m.SaveUpload(ctx, second, true)
+	if err != nil || old == nil || len(old.Files) != 1 || old.Files[0].Filename != "old.wacz" || *old.Name != "first" {
+		t.Fatalf("replace: %+v %v", old, err)
+	}
+	finds, writes, updates := cmds.Count("find", "crawls"), cmds.Count("findAndModify", "crawls"), cmds.Count("update", "crawls")
+	if finds != 0 || writes != 1 || updates != 0 {
+		t.Errorf("crawls: %d finds, %d findAndModify, %d updates; want 0, 1 (the replace), 0", finds, writes, updates)
+	}
+
+	wf := mustWorkflow(t, m, org.ID, "wf", "https://a.example/")
+	mustCrawl(t, m, wf, "a-crawl", now())
+	for _, r := range []*store.Upload{{ID: "upload-1", OID: uuid.New()}, {ID: "a-crawl", OID: org.ID}} {
+		if _, err := m.SaveUpload(ctx, r, true); store.Detail(err) != "crawl_not_found" {
+			t.Errorf("replacing %s from org %s: %v", r.ID, r.OID, err)
+		}
+	}
+	if got, err := m.GetCrawl(ctx, org.ID, "upload-1"); err != nil || *got.Name != "second" {
+		t.Fatalf("upload after refused replaces %+v %v", got, err)
+	}
+	if got, err := m.GetCrawl(ctx, org.ID, "a-crawl"); err != nil || got.Type != store.TypeCrawl {
+		t.Fatalf("crawl after a refused replace %+v %v", got, err)
+	}
+}
