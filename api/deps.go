@@ -115,6 +115,7 @@ type CollectionStore interface {
 	ListAllCollections(ctx context.Context, oid uuid.UUID) ([]store.Collection, error)
 	CollectionNames(ctx context.Context, oid uuid.UUID) ([]string, error)
 	CollectionRefs(ctx context.Context, oid uuid.UUID, ids []uuid.UUID) ([]store.Collection, error)
+	CheckCollections(ctx context.Context, oid uuid.UUID, ids []uuid.UUID) error
 	CollectionItems(ctx context.Context, oid, id uuid.UUID) ([]store.Crawl, error)
 	UpdateCollection(ctx context.Context, oid, id uuid.UUID, upd store.CollectionUpdate) error
 	DeleteCollection(ctx context.Context, oid, id uuid.UUID) error

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/sandbox"
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/storage"
 	"github.com/trawlerhq/trawler/store"
 )
@@ -78,7 +79,14 @@ type storageEnv struct {
 
 func newStorageEnv(t testing.TB, srv *sandbox.S3, presign time.Duration, mutate ...func(*storage.Config)) *storageEnv {
 	t.Helper()
-	e := newEnv(t)
+	return newStorageEnvOn(t, mongotest.Open(t), srv, presign, mutate...)
+}
+
+// newStorageEnvOn is newStorageEnv on the store db (opened, say, with a
+// command counter).
+func newStorageEnvOn(t testing.TB, db *mongotest.DB, srv *sandbox.S3, presign time.Duration, mutate ...func(*storage.Config)) *storageEnv {
+	t.Helper()
+	e := newEnvOn(t, db, nil)
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	cfg := storage.Config{Name: "default", AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, BucketName: name, EndpointURL: srv.URL()}
 	for _, m := range mutate {

@@ -113,12 +113,7 @@ func (s *Server) readUploadMeta(c echo.Context) (uploadMeta, error) {
 	if err := v.err(); err != nil {
 		return m, err
 	}
-	for _, id := range m.collections {
-		if _, err := s.store.GetCollection(c.Request().Context(), currentOrg(c).ID, id); err != nil {
-			return m, err
-		}
-	}
-	return m, nil
+	return m, s.store.CheckCollections(c.Request().Context(), currentOrg(c).ID, m.collections)
 }
 
 // uploadStream is PUT /uploads/stream: the request body is the file,

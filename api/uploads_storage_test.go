@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -168,6 +169,40 @@ func TestUploads(t *testing.T) {
 	del := e.mustJSON(asCrawler, "POST", e.orgPath("/uploads/delete"), map[string]any{"crawl_ids": ids}, 200)
 	if del["deleted"] != float64(len(ids)) || len(e.keys(oid+"/uploads/")) != 0 || e.bytesStored() != 1 {
 		t.Fatalf("delete %v: left %v, bytesStored %d", del, e.keys(oid+"/uploads/"), e.bytesStored())
+	}
+}
+
+// TestUploadChecksCollectionsOnce: an upload checks all its collections
+// with one read, and one of another org is not found, stores nothing and
+// records nothing.
+func TestUploadChecksCollectionsOnce(t *testing.T) {
+	var cmds mongotest.Commands
+	e := newStorageEnvOn(t, mongotest.Open(t, cmds.Option()), startS3(t), time.Hour)
+	coll := func(name string) string {
+		return e.mustJSON(asCrawler, "POST", e.orgPath("/collections"), map[string]any{"name": name}, 200)["id"].(string)
+	}
+	a, b := coll("a"), coll("b")
+	other := &store.Collection{ID: uuid.New(), OID: uuid.New(), Name: "other org's", Modified: e.srv.now()}
+	if err := e.store.CreateCollection(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	stream := func(colls ...string) resp {
+		return e.do(asCrawler, "PUT", e.orgPath("/uploads/stream?filename=u.wacz&collections="+strings.Join(colls, ",")),
+			typedBody{"application/octet-stream", []byte("wacz")})
+	}
+
+	cmds.Reset()
+	if r := stream(a, b); r.Code != 200 {
+		t.Fatalf("upload: %d %s", r.Code, r.Body)
+	}
+	if n := cmds.Count("find", "collections"); n != 1 {
+		t.Errorf("the upload read its collections %d times, want 1", n)
+	}
+
+	e.wantDetail(stream(a, other.ID.String()), 404, "collection_not_found")
+	uploads := e.mustJSON(asViewer, "GET", e.orgPath("/uploads"), nil, 200)
+	if uploads["total"] != 1.0 || len(e.keys(e.org.String()+"/uploads/")) != 1 {
+		t.Fatalf("a refused upload left a trace: %v, stored %v", uploads, e.keys(e.org.String()+"/uploads/"))
 	}
 }
 

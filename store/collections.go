@@ -159,6 +159,23 @@ func (m *Mongo) CollectionRefs(ctx context.Context, oid uuid.UUID, ids []uuid.UU
 	return findAll[Collection](ctx, m.coll(collCollections), filter, opts, "collections")
 }
 
+// CheckCollections checks, with one read, that each of ids is a
+// collection of org oid.
+//
+// Errors: NotFound("collection_not_found").
+func (m *Mongo) CheckCollections(ctx context.Context, oid uuid.UUID, ids []uuid.UUID) error {
+	found, err := m.CollectionRefs(ctx, oid, ids)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if !slices.ContainsFunc(found, func(c Collection) bool { return c.ID == id }) {
+			return errCollectionNotFound
+		}
+	}
+	return nil
+}
+
 // ListAllCollections returns every collection of the org, by name.
 //
 // Errors: none of the store kinds.
@@ -262,15 +279,8 @@ func (m *Mongo) changeMembers(ctx context.Context, oid, id uuid.UUID, itemIDs []
 // Errors: NotFound("collection_not_found"); NotFound("Crawl not found:
 // <item>") if there is something to add and item is not the org's.
 func (m *Mongo) ChangeItemCollections(ctx context.Context, oid uuid.UUID, item string, added, removed []uuid.UUID, now time.Time) error {
-	changed := slices.Concat(added, removed)
-	found, err := m.CollectionRefs(ctx, oid, changed)
-	if err != nil {
+	if err := m.CheckCollections(ctx, oid, slices.Concat(added, removed)); err != nil {
 		return err
-	}
-	for _, id := range changed {
-		if !slices.ContainsFunc(found, func(c Collection) bool { return c.ID == id }) {
-			return errCollectionNotFound
-		}
 	}
 	items, err := m.orgItems(ctx, oid, []string{item}, len(added) == 0)
 	if err != nil {
