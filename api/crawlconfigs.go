@@ -45,9 +45,11 @@ func (s *Server) workflowsOut(c echo.Context, wfs []store.CrawlConfig) ([]crawlC
 	if err != nil {
 		return nil, err
 	}
-	profileIDs := make([]*uuid.UUID, len(wfs))
+	var profileIDs []profileKey
 	for i := range wfs {
-		profileIDs[i] = wfs[i].ProfileID
+		if id := wfs[i].ProfileID; id != nil {
+			profileIDs = append(profileIDs, profileKey{wfs[i].OID, *id})
+		}
 	}
 	profiles, err := s.profileNames(ctx, profileIDs)
 	if err != nil {
@@ -66,7 +68,7 @@ func (s *Server) workflowsOut(c echo.Context, wfs []store.CrawlConfig) ([]crawlC
 			}
 		}
 		out[i] = toCrawlConfigOut(wf, users)
-		out[i].ProfileName = nameOf(profiles, wf.ProfileID)
+		out[i].ProfileName = nameOf(profiles, wf.OID, wf.ProfileID)
 	}
 	return out, nil
 }

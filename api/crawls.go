@@ -90,7 +90,7 @@ type crawlRefs struct {
 	// replay.json, firstSeed), so both follow edits of the workflow.
 	seeds map[uuid.UUID][]store.Seed
 	// profiles names the crawls' browser profiles (profileName).
-	profiles map[uuid.UUID]string
+	profiles map[profileKey]string
 }
 
 // crawlRefsOf reads the refs of crawls.
@@ -103,9 +103,11 @@ func (s *Server) crawlRefsOf(ctx context.Context, crawls []store.Crawl) (crawlRe
 	if err != nil {
 		return crawlRefs{}, err
 	}
-	profileIDs := make([]*uuid.UUID, len(crawls))
+	var profileIDs []profileKey
 	for i := range crawls {
-		profileIDs[i] = crawls[i].ProfileID
+		if id := crawls[i].ProfileID; id != nil {
+			profileIDs = append(profileIDs, profileKey{crawls[i].OID, *id})
+		}
 	}
 	profiles, err := s.profileNames(ctx, profileIDs)
 	if err != nil {
@@ -141,25 +143,39 @@ func (s *Server) crawlWithResources(ctx context.Context, org *store.Org, crawl *
 	return toCrawlOutWithResources(crawl, refs, s.resources(ctx, org, crawl), colls), nil
 }
 
-// profileNames resolves the profiles of crawls or workflows (nil ids are
-// those without one).
-func (s *Server) profileNames(ctx context.Context, ids []*uuid.UUID) (map[uuid.UUID]string, error) {
-	var set []uuid.UUID
-	for _, id := range ids {
-		if id != nil && !slices.Contains(set, *id) {
-			set = append(set, *id)
+// profileKey is profile id as a crawl or workflow of org oid names it.
+type profileKey struct{ oid, id uuid.UUID }
+
+// profileNames resolves the profiles of crawls or workflows, each among
+// the profiles of its own org only: one read per org (there is more than
+// one only in the superuser's list of every org's crawls).
+func (s *Server) profileNames(ctx context.Context, keys []profileKey) (map[profileKey]string, error) {
+	byOrg := map[uuid.UUID][]uuid.UUID{}
+	for _, k := range keys {
+		if !slices.Contains(byOrg[k.oid], k.id) {
+			byOrg[k.oid] = append(byOrg[k.oid], k.id)
 		}
 	}
-	return s.store.ProfileNames(ctx, set)
+	out := map[profileKey]string{}
+	for oid, ids := range byOrg {
+		names, err := s.store.ProfileNames(ctx, oid, ids)
+		if err != nil {
+			return nil, err
+		}
+		for id, name := range names {
+			out[profileKey{oid, id}] = name
+		}
+	}
+	return out, nil
 }
 
-// nameOf is the name of profile id, or nil (null) when there is none or
-// it is gone.
-func nameOf(names map[uuid.UUID]string, id *uuid.UUID) *string {
+// nameOf is the name of profile id of org oid, or nil (null) when there
+// is none or it is gone.
+func nameOf(names map[profileKey]string, oid uuid.UUID, id *uuid.UUID) *string {
 	if id == nil {
 		return nil
 	}
-	if name, ok := names[*id]; ok {
+	if name, ok := names[profileKey{oid, *id}]; ok {
 		return &name
 	}
 	return nil

@@ -104,7 +104,7 @@ type ProfileStore interface {
 	UpdateProfileMetadata(ctx context.Context, oid, id uuid.UUID, name string, description *string) error
 	DeleteProfile(ctx context.Context, oid, id uuid.UUID) error
 	ProfileWorkflows(ctx context.Context, oid, id uuid.UUID) ([]store.WorkflowRef, error)
-	ProfileNames(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]string, error)
+	ProfileNames(ctx context.Context, oid uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error)
 }
 
 // CollectionStore reads and writes collections and their membership.

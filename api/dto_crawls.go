@@ -56,7 +56,7 @@ func toCrawlOut(c *store.Crawl, refs crawlRefs) crawlOut {
 		Name: c.Name, Description: c.Description,
 		Started: fmtTime(c.Started), Finished: fmtTimePtr(c.Finished), State: c.State,
 		FileSize: c.FileSize, FileCount: c.FileCount, Tags: nonNil(c.Tags),
-		CollectionIDs: nonNil(c.CollectionIDs), ProfileName: nameOf(refs.profiles, c.ProfileID),
+		CollectionIDs: nonNil(c.CollectionIDs), ProfileName: nameOf(refs.profiles, c.OID, c.ProfileID),
 	}
 	if typ == store.TypeCrawl {
 		config := toRawConfigOut(c.Config)

@@ -236,3 +236,45 @@ func TestProfileQuota(t *testing.T) {
 		}
 	})
 }
+
+// TestProfileNamesAreOrgScoped: a workflow or crawl that names another
+// org's profile (the API never lets one: this writes it to the store)
+// shows no name for it, also in the superuser's list of every org's
+// crawls, where that org's own crawl shows it.
+func TestProfileNamesAreOrgScoped(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	other := get(e.mustJSON(asOutsider, "GET", "/api/orgs", nil, 200)["items"].([]any)[0], "id").(string)
+	theirs := &store.Profile{ID: uuid.New(), OID: uuid.MustParse(other), Name: "theirs", Created: e.srv.now()}
+	if err := e.store.SaveProfile(ctx, theirs, false); err != nil {
+		t.Fatal(err)
+	}
+	body := workflowBody("their crawl", true)
+	body["profileid"] = theirs.ID.String()
+	theirCrawl := e.mustJSON(asOutsider, "POST", "/api/orgs/"+other+"/crawlconfigs/", body, 200)["run_now_job"].(string)
+
+	cid := uuid.MustParse(e.createWorkflow(asCrawler, workflowBody("ours", false))["id"].(string))
+	wf, err := e.store.UpdateCrawlConfig(ctx, e.org, cid, store.CrawlConfigUpdate{ProfileID: store.Some(&theirs.ID)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := newCrawl(wf, wf.Config, wf.CreatedBy, true, e.srv.now())
+	ours.ID = "our-crawl"
+	if err := e.store.AddCrawl(ctx, ours); err != nil {
+		t.Fatal(err)
+	}
+
+	if w := e.mustJSON(asViewer, "GET", e.orgPath("/crawlconfigs/"+cid.String()), nil, 200); w["profileName"] != nil {
+		t.Errorf("workflow shows another org's profile name %v", w["profileName"])
+	}
+	if c := e.mustJSON(asViewer, "GET", e.orgPath("/crawls/our-crawl"), nil, 200); c["profileName"] != nil {
+		t.Errorf("crawl shows another org's profile name %v", c["profileName"])
+	}
+	names := map[string]any{}
+	for _, it := range e.mustJSON(asAdmin, "GET", "/api/orgs/all/crawls?runningOnly=false", nil, 200)["items"].([]any) {
+		names[get(it, "id").(string)] = get(it, "profileName")
+	}
+	if names["our-crawl"] != nil || names[theirCrawl] != "theirs" {
+		t.Errorf("profile names in every org's crawls: %v", names)
+	}
+}

@@ -103,17 +103,18 @@ func (m *Mongo) ProfileWorkflows(ctx context.Context, oid, id uuid.UUID) ([]Work
 	return findAll[WorkflowRef](ctx, m.coll(collConfigs), filter, opts, "workflows of profile")
 }
 
-// ProfileNames returns the names of those of ids that are profiles (for
-// profileName in workflow and crawl outputs; a deleted profile has none).
+// ProfileNames returns the names of those of ids that are profiles of org
+// oid (for profileName in workflow and crawl outputs; a deleted profile,
+// or another org's, has none).
 //
 // Errors: none of the store kinds.
-func (m *Mongo) ProfileNames(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+func (m *Mongo) ProfileNames(ctx context.Context, oid uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
 	out := map[uuid.UUID]string{}
 	if len(ids) == 0 {
 		return out, nil
 	}
 	opts := options.Find().SetProjection(bson.M{"name": 1})
-	rows, err := findAll[Profile](ctx, m.coll(collProfiles), bson.M{"_id": bson.M{"$in": ids}}, opts, "profile names")
+	rows, err := findAll[Profile](ctx, m.coll(collProfiles), bson.M{"_id": bson.M{"$in": ids}, "oid": oid}, opts, "profile names")
 	if err != nil {
 		return nil, err
 	}

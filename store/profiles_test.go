@@ -97,9 +97,12 @@ func TestProfiles(t *testing.T) {
 	if refs, _ := m.ProfileWorkflows(ctx, org.ID, a.ID); len(refs) != 0 {
 		t.Fatalf("inactive workflow listed: %+v", refs)
 	}
-	names, err := m.ProfileNames(ctx, []uuid.UUID{a.ID, b.ID, uuid.New()})
+	names, err := m.ProfileNames(ctx, org.ID, []uuid.UUID{a.ID, b.ID, uuid.New()})
 	if err != nil || len(names) != 2 || names[a.ID] != "again" {
 		t.Fatalf("names %v %v", names, err)
+	}
+	if names, err := m.ProfileNames(ctx, uuid.New(), []uuid.UUID{a.ID, b.ID}); err != nil || len(names) != 0 {
+		t.Fatalf("another org sees the names %v %v", names, err)
 	}
 
 	if err := m.DeleteProfile(ctx, org.ID, a.ID); err != nil {
