@@ -113,14 +113,7 @@ func TestLoadConfigRejectsUnknownKeys(t *testing.T) {
 // none of them must behave as the binary's defaults say, and every
 // setting of those groups must be settable through the chart.
 func TestChartBlocksKeepSettingDefaults(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var values map[string]any
-	if err := yaml.Unmarshal(data, &values); err != nil {
-		t.Fatal(err)
-	}
+	values := chartValues(t)
 	for _, group := range []string{"email", "webhooks"} {
 		block, ok := values[group].(map[string]any)
 		if !ok {
@@ -146,6 +139,45 @@ func TestChartBlocksKeepSettingDefaults(t *testing.T) {
 			t.Errorf("values.yaml %s.%s is no setting", group, name)
 		}
 	}
+}
+
+// Top-level chart values that stand for one setting each keep its default
+// too, so leaving them out of a values file changes nothing.
+func TestChartValuesKeepSettingDefaults(t *testing.T) {
+	values := chartValues(t)
+	defaults := map[string]any{}
+	for _, s := range settings {
+		defaults[s.key] = s.def
+	}
+	for name, key := range map[string]string{"app_origin": "api.app_origin"} {
+		def, ok := defaults[key]
+		if !ok {
+			t.Errorf("%s is no setting", key)
+			continue
+		}
+		v, ok := values[name]
+		if !ok {
+			t.Errorf("values.yaml lacks %s (%s)", name, key)
+			continue
+		}
+		if chartValueAs(v, def) != def {
+			t.Errorf("values.yaml %s = %#v, want %#v, the binary's default of %s", name, v, def, key)
+		}
+	}
+}
+
+// chartValues is the chart's values.yaml as YAML decodes it into JSON types.
+func chartValues(t *testing.T) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	return values
 }
 
 // chartValueAs reads a value as YAML decodes it into JSON types in the

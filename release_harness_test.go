@@ -45,22 +45,28 @@ const (
 
 var chartDir = filepath.Join("deploy", "helm", "trawler")
 
-// releaseMailFrom is the From address the release is installed with.
-const releaseMailFrom = "noreply@release.test"
+// releaseMailFrom is the From address the release is installed with,
+// releaseAppOrigin the origin of the links in its e-mails.
+const (
+	releaseMailFrom  = "noreply@release.test"
+	releaseAppOrigin = "https://crawls.release.test"
+)
 
 // sandboxValues are what the sandbox needs beyond the chart's defaults:
 // its MongoDB-wire server (FerretDB) takes credentials over PLAIN only and
 // must be used through one connection per client (see
 // sandbox.MongoProgram). E-mail goes to the sandbox's Mailpit without a
 // password (over plain SMTP trawler logs in only with CRAM-MD5 or SCRAM,
-// never PLAIN or LOGIN, the two Mailpit offers), and webhook delivery is
-// tuned away from the defaults, so the release shows that those values
-// reach trawler and that it starts with them.
+// never PLAIN or LOGIN, the two Mailpit offers) with links on an origin
+// of its own, and webhook delivery is tuned away from the defaults, so the
+// release shows that those values reach trawler and that it starts with
+// them.
 func (r *releaseEnv) sandboxValues() string {
 	return fmt.Sprintf(`mongo_uri_options: authSource=admin&authMechanism=PLAIN&maxPoolSize=1
+app_origin: %s
 email: {smtp_host: 127.0.0.1, smtp_port: %d, sender: trawler@release.test, reply_to: %s}
 webhooks: {max_attempts: 3, retry_delay: 2s, max_retry_delay: 1m, poll_interval: 5s, workers: 2}
-`, r.env.Mailpit.SMTPPort, releaseMailFrom)
+`, releaseAppOrigin, r.env.Mailpit.SMTPPort, releaseMailFrom)
 }
 
 type releaseEnv struct {

@@ -100,7 +100,8 @@ func (r *releaseEnv) checkInstalled(t *testing.T) {
 }
 
 // checkEmail: an invite made through the release reaches the sandbox's
-// Mailpit from the chart's email.reply_to.
+// Mailpit from the chart's email.reply_to, its link on the chart's
+// app_origin (the request has no X-Forwarded-Proto).
 func (r *releaseEnv) checkEmail(t *testing.T, api *apiClient, oid string) {
 	t.Helper()
 	const to = "invitee@release.test"
@@ -115,6 +116,13 @@ func (r *releaseEnv) checkEmail(t *testing.T, api *apiClient, oid string) {
 	})
 	if mail.From.Address != releaseMailFrom || len(mail.ReplyTo) != 1 || mail.ReplyTo[0].Address != releaseMailFrom {
 		t.Errorf("invite e-mail from %v, reply to %v; want %s for both", mail.From, mail.ReplyTo, releaseMailFrom)
+	}
+	msg, err := r.env.Mailpit.Message(context.Background(), mail.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if link := releaseAppOrigin + "/join/"; !strings.Contains(msg.Text, "\n"+link) {
+		t.Errorf("invite e-mail has no link starting with %s:\n%s", link, msg.Text)
 	}
 }
 
@@ -191,6 +199,10 @@ func TestHelmRejectsBadValues(t *testing.T) {
 		// trawler would read a bare number as nanoseconds.
 		{"duration without unit", "webhooks: {retry_delay: 10}\n", "/webhooks/retry_delay"},
 		{"SMTP password without login", "email: {password: secret}\n", "/email/sender"},
+		// Links are app_origin + their own path: without a scheme they are
+		// no absolute links, a path would put them beside the app.
+		{"app origin without scheme", "app_origin: crawls.example.org\n", "/app_origin"},
+		{"app origin with a path", "app_origin: https://example.org/crawls\n", "/app_origin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "bad.yaml")

@@ -78,8 +78,9 @@ metrics: {service_port: true, service_monitor: {enabled: true, labels: {release:
 	}
 }
 
-// TestChartEmailAndWebhooks: the email and webhooks values reach trawler
-// as its TRAWLER_* variables, the SMTP password through the Secret only.
+// TestChartEmailAndWebhooks: the app_origin, email and webhooks values
+// reach trawler as its TRAWLER_* variables, the SMTP password through the
+// Secret only.
 func TestChartEmailAndWebhooks(t *testing.T) {
 	for _, tc := range []struct {
 		name, values string
@@ -87,16 +88,19 @@ func TestChartEmailAndWebhooks(t *testing.T) {
 		password     string // "" = no TRAWLER_EMAIL_PASSWORD in the Secret
 	}{
 		{"defaults", "", map[string]string{
+			"TRAWLER_API_APP_ORIGIN":  "",
 			"TRAWLER_EMAIL_SMTP_HOST": "", "TRAWLER_EMAIL_SMTP_PORT": "587", "TRAWLER_EMAIL_SENDER": "",
 			"TRAWLER_EMAIL_REPLY_TO": "", "TRAWLER_EMAIL_USE_TLS": "false",
 			"TRAWLER_WEBHOOKS_MAX_ATTEMPTS": "5", "TRAWLER_WEBHOOKS_RETRY_DELAY": "10s",
 			"TRAWLER_WEBHOOKS_MAX_RETRY_DELAY": "10m", "TRAWLER_WEBHOOKS_TIMEOUT": "15s",
 			"TRAWLER_WEBHOOKS_POLL_INTERVAL": "10s", "TRAWLER_WEBHOOKS_WORKERS": "8",
 		}, ""},
-		{"set", `email: {smtp_host: smtp.example.org, smtp_port: 2525, sender: crawls@example.org,
+		{"set", `app_origin: https://crawls.example.org
+email: {smtp_host: smtp.example.org, smtp_port: 2525, sender: crawls@example.org,
   password: "sm7p-pa55", reply_to: "Crawls <noreply@example.org>", use_tls: true}
 webhooks: {max_attempts: 3, retry_delay: 30s, max_retry_delay: 1h, timeout: 5s, poll_interval: 1m, workers: 2}
 `, map[string]string{
+			"TRAWLER_API_APP_ORIGIN":  "https://crawls.example.org",
 			"TRAWLER_EMAIL_SMTP_HOST": "smtp.example.org", "TRAWLER_EMAIL_SMTP_PORT": "2525", "TRAWLER_EMAIL_USE_TLS": "true",
 			"TRAWLER_EMAIL_SENDER": "crawls@example.org", "TRAWLER_EMAIL_REPLY_TO": "Crawls <noreply@example.org>",
 			"TRAWLER_WEBHOOKS_MAX_ATTEMPTS": "3", "TRAWLER_WEBHOOKS_RETRY_DELAY": "30s",
