@@ -74,7 +74,7 @@ var settings = []setting{
 	{"email.smtp_host", "", "SMTP server for invites, verification and password-reset e-mails; empty = only log them (links included)"},
 	{"email.smtp_port", 587, "SMTP port"},
 	{"email.sender", "", "SMTP login, and the From address unless email.reply_to is set"},
-	{"email.password", "", "SMTP password; when set, trawler logs in"},
+	{"email.password", "", "SMTP password; when set, trawler logs in as email.sender, by PLAIN or LOGIN only over STARTTLS (without TLS it uses only SCRAM, NTLM or CRAM-MD5, and sending fails if the server offers none of them)"},
 	{"email.reply_to", "", "From and Reply-To address (default: email.sender)"},
 	{"email.use_tls", false, "require STARTTLS (otherwise it is used when the server offers it)"},
 

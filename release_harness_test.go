@@ -56,11 +56,11 @@ const (
 // its MongoDB-wire server (FerretDB) takes credentials over PLAIN only and
 // must be used through one connection per client (see
 // sandbox.MongoProgram). E-mail goes to the sandbox's Mailpit without a
-// password (over plain SMTP trawler logs in only with CRAM-MD5 or SCRAM,
-// never PLAIN or LOGIN, the two Mailpit offers) with links on an origin
-// of its own, and webhook delivery is tuned away from the defaults, so the
-// release shows that those values reach trawler and that it starts with
-// them.
+// password (over plain SMTP trawler logs in only with SCRAM, NTLM or
+// CRAM-MD5, never PLAIN or LOGIN, the two Mailpit offers) with links on
+// an origin of its own, and webhook delivery is tuned away from the
+// defaults, so the release shows that those values reach trawler and that
+// it starts with them.
 func (r *releaseEnv) sandboxValues() string {
 	return fmt.Sprintf(`mongo_uri_options: authSource=admin&authMechanism=PLAIN&maxPoolSize=1
 app_origin: %s

@@ -21,8 +21,9 @@ type Config struct {
 	Port int
 	// Sender is the SMTP login and, without ReplyTo, the From address.
 	Sender string
-	// Password, when set, makes the client log in (PLAIN, LOGIN or
-	// CRAM-MD5, whichever the server offers).
+	// Password, when set, makes the client log in with the strongest
+	// mechanism the server offers; PLAIN and LOGIN only over STARTTLS
+	// (without TLS: SCRAM, NTLM or CRAM-MD5).
 	Password string
 	// ReplyTo is the From and Reply-To address (default Sender).
 	ReplyTo string
