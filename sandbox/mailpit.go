@@ -21,8 +21,10 @@ type Mailpit struct {
 }
 
 // StartMailpit starts Mailpit with its database and log in dir and waits
-// until its API answers. It accepts any SMTP login, so trawler may be
-// configured with or without credentials.
+// until its API answers. It offers no TLS, and accepts any SMTP login by
+// PLAIN or LOGIN only; trawler sends a password by those only over
+// STARTTLS, so configure it here without email.password (with one, every
+// send fails).
 func StartMailpit(ctx context.Context, dir string) (*Mailpit, error) {
 	path, err := Bin("mailpit")
 	if err != nil {
