@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/trawlerhq/trawler/k8s"
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
 	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
 	"github.com/trawlerhq/trawler/operator"
 )
@@ -161,43 +163,23 @@ func operatorStart(b *testing.B, n int, cfg operator.Config, rc *rest.Config, lo
 // its do), until all the crawler pods exist.
 func directStart(b *testing.B, n int, cfg operator.Config, rc *rest.Config, callers int, logged bool) time.Duration {
 	h := newHarness(b)
-	ns := h.ns
-	jobs := h.benchJobs(n)
-	ctx := context.Background()
 	client := kubernetes.NewForConfigOrDie(rc)
-	seen := h.podsSeen(ctx, ns, k8s.RoleCrawler, n)
-	cpu := cpuByProcess()
-	start := time.Now()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, callers)
-	for _, j := range jobs {
+	what := fmt.Sprintf("direct creates, %d callers", callers)
+	return h.timeCallers(b, h.benchJobs(n), callers, what, logged, func(ctx context.Context, j *trawlerv1.CrawlJob) {
 		pvcs, pods := operator.NewCrawlChildren(j, cfg)
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			for _, pvc := range pvcs {
-				pvc.OwnerReferences = nil // no CrawlJob here
-				if _, err := client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-					h.t.Error(err)
-				}
+		for _, pvc := range pvcs {
+			pvc.OwnerReferences = nil // no CrawlJob here
+			if _, err := client.CoreV1().PersistentVolumeClaims(h.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+				h.t.Error(err)
 			}
-			for _, pod := range pods {
-				pod.OwnerReferences = nil
-				if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-					h.t.Error(err)
-				}
+		}
+		for _, pod := range pods {
+			pod.OwnerReferences = nil
+			if _, err := client.CoreV1().Pods(h.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				h.t.Error(err)
 			}
-		})
-	}
-	wg.Wait()
-	// Timed as the operator is, until the watch has seen every crawler
-	// pod; the creates' return is no later, give or take the delivery.
-	took := max(time.Since(start), h.when("all crawler pods", seen).Sub(start))
-	if logged {
-		b.Logf("direct creates, %d callers: CPU used by process: %s", callers, diffCPU(cpu, cpuByProcess()))
-	}
-	h.settle()
-	return took
+		}
+	})
 }
 
 // backlogStart times the operator alone: n CrawlJobs exist (in a new
@@ -228,53 +210,63 @@ func backlogStart(b *testing.B, n int, cfg operator.Config, rc *rest.Config) tim
 // can take, with nothing of the operator's own in it.
 func floorStart(b *testing.B, n int, cfg operator.Config, rc *rest.Config, logged bool) time.Duration {
 	h := newHarness(b)
-	ns := h.ns
-	jobs := h.benchJobs(n)
-	ctx := context.Background()
 	client := kubernetes.NewForConfigOrDie(rc)
 	crs := versioned.NewForConfigOrDie(rc)
-	seen := h.podsSeen(ctx, ns, k8s.RoleCrawler, n)
+	return h.timeCallers(b, h.benchJobs(n), 32, "the operator's requests without it", logged, func(ctx context.Context, j *trawlerv1.CrawlJob) {
+		created, err := crs.TrawlerV1().CrawlJobs(h.ns).Create(ctx, j, metav1.CreateOptions{})
+		if err != nil {
+			h.t.Error(err)
+			return
+		}
+		pvcs, pods := operator.NewCrawlChildren(created, cfg)
+		var children sync.WaitGroup
+		for _, pvc := range pvcs {
+			children.Go(func() {
+				if _, err := client.CoreV1().PersistentVolumeClaims(h.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+					h.t.Error(err)
+				}
+			})
+		}
+		children.Wait()
+		for _, pod := range pods {
+			if pod.Labels[k8s.LabelRole] != k8s.RoleCrawler {
+				continue // the operator creates the Redis pod once a crawler runs
+			}
+			if _, err := client.CoreV1().Pods(h.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				h.t.Error(err)
+			}
+		}
+		created.Status = operator.FirstStatus(created, cfg, time.Now())
+		if _, err := crs.TrawlerV1().CrawlJobs(h.ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			h.t.Error(err)
+		}
+	})
+}
+
+// timeCallers runs startCrawl for each job by that many concurrent
+// callers and times it until the watch has seen every crawler pod (the
+// operator's way is timed so too; the calls' return is no later, give or
+// take the delivery). With logged set it logs the CPU each process used,
+// as what. Then it settles the harness's namespace.
+func (h *harness) timeCallers(b *testing.B, jobs []*trawlerv1.CrawlJob, callers int, what string, logged bool,
+	startCrawl func(context.Context, *trawlerv1.CrawlJob)) time.Duration {
+	ctx := context.Background()
+	seen := h.podsSeen(ctx, h.ns, k8s.RoleCrawler, len(jobs))
 	cpu := cpuByProcess()
 	start := time.Now()
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
+	sem := make(chan struct{}, callers)
 	for _, j := range jobs {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			created, err := crs.TrawlerV1().CrawlJobs(ns).Create(ctx, j, metav1.CreateOptions{})
-			if err != nil {
-				h.t.Error(err)
-				return
-			}
-			pvcs, pods := operator.NewCrawlChildren(created, cfg)
-			var children sync.WaitGroup
-			for _, pvc := range pvcs {
-				children.Go(func() {
-					if _, err := client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-						h.t.Error(err)
-					}
-				})
-			}
-			children.Wait()
-			for _, pod := range pods {
-				if pod.Labels[k8s.LabelRole] != k8s.RoleCrawler {
-					continue // the operator creates the Redis pod once a crawler runs
-				}
-				if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-					h.t.Error(err)
-				}
-			}
-			created.Status = operator.FirstStatus(created, cfg, time.Now())
-			if _, err := crs.TrawlerV1().CrawlJobs(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-				h.t.Error(err)
-			}
+			startCrawl(ctx, j)
 		})
 	}
 	wg.Wait()
 	took := max(time.Since(start), h.when("all crawler pods", seen).Sub(start))
 	if logged {
-		b.Logf("the operator's requests without it: CPU used by process: %s", diffCPU(cpu, cpuByProcess()))
+		b.Logf("%s: CPU used by process: %s", what, diffCPU(cpu, cpuByProcess()))
 	}
 	h.settle()
 	return took
