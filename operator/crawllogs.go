@@ -24,10 +24,11 @@ func (r apiLogReader) PodLogs(ctx context.Context, ns, pod, container string, ta
 
 // logFailedCrawl logs each crawler pod's status and, if enabled, the tail
 // of its default container's log, so a failure can be understood after
-// the pods are gone. When the operator failed the crawl itself
-// (reported), reportFailure logs the tails from its own read of the logs,
-// so each pod's log is read once per failure.
-func (c *Controller) logFailedCrawl(cj *trawlerv1.CrawlJob, crawlers map[int]*corev1.Pod, reported bool) {
+// the pods are gone. When the operator failed the crawl itself and its
+// failure report is still to be stored (toReport), reportFailure logs the
+// tails from its own read of the logs, so each pod's log is read once per
+// failure.
+func (c *Controller) logFailedCrawl(cj *trawlerv1.CrawlJob, crawlers map[int]*corev1.Pod, toReport bool) {
 	if c.cfg.LogFailedCrawlLines <= 0 {
 		return
 	}
@@ -36,7 +37,7 @@ func (c *Controller) logFailedCrawl(cj *trawlerv1.CrawlJob, crawlers map[int]*co
 		c.log.Info("failed crawl pod status", "crawl", cj.Spec.ID, "pod", p.Name, "phase", p.Status.Phase,
 			"reason", p.Status.Reason, "containers", p.Status.ContainerStatuses)
 	}
-	if reported {
+	if toReport {
 		return
 	}
 	go func() {
