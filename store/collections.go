@@ -260,7 +260,7 @@ func (m *Mongo) RemoveFromCollection(ctx context.Context, oid, id uuid.UUID, ite
 }
 
 func (m *Mongo) changeMembers(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time, op string) (*Collection, error) {
-	if _, err := m.GetCollection(ctx, oid, id); err != nil {
+	if err := m.CheckCollections(ctx, oid, []uuid.UUID{id}); err != nil {
 		return nil, err
 	}
 	items, err := m.orgItems(ctx, oid, itemIDs, op == "$pull")
