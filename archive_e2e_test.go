@@ -19,7 +19,7 @@ import (
 
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 )
 
 // The end-to-end tests of the archive API (collections, uploads, browser
@@ -49,7 +49,7 @@ func eventually(t *testing.T, what string, get func() map[string]any, ok func(ma
 }
 
 // stored reads an object of the stack's bucket.
-func stored(t *testing.T, b *storage.Bucket, key string) ([]byte, error) {
+func stored(t *testing.T, b *s3.Bucket, key string) ([]byte, error) {
 	t.Helper()
 	o, err := b.Open(t.Context(), key)
 	if err != nil {
@@ -60,7 +60,7 @@ func stored(t *testing.T, b *storage.Bucket, key string) ([]byte, error) {
 }
 
 // objects lists the keys under prefix.
-func objects(t *testing.T, b *storage.Bucket, prefix string) []string {
+func objects(t *testing.T, b *s3.Bucket, prefix string) []string {
 	t.Helper()
 	var keys []string
 	for o, err := range b.List(t.Context(), prefix) {
@@ -362,7 +362,7 @@ func TestProfilesEndToEnd(t *testing.T) {
 	if out := c.json("DELETE", c.org("/profiles/"+pid), nil, 200); out["success"] != true {
 		t.Fatalf("delete: %v", out)
 	}
-	if _, err := b.Stat(t.Context(), key); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := b.Stat(t.Context(), key); !errors.Is(err, s3.ErrNotFound) {
 		t.Fatalf("the profile file after the delete: %v", err)
 	}
 

@@ -19,7 +19,7 @@ import (
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 )
 
 // devBucket is the sandbox S3 server's bucket for crawl files.
@@ -160,7 +160,7 @@ func serveOnSandbox(ctx context.Context, v *viper.Viper, env *sandbox.Env, logge
 		return nil, err
 	}
 	if len(storages) == 0 {
-		storages = []storage.Config{bucket}
+		storages = []s3.Config{bucket}
 		raw, _ := json.Marshal(storages)
 		v.Set("storages", string(raw))
 	}
@@ -198,7 +198,7 @@ func serveOnSandbox(ctx context.Context, v *viper.Viper, env *sandbox.Env, logge
 
 // defaultStorage is the storage named k8s.DefaultStorageName (the
 // registry refuses a list without it), else the first.
-func defaultStorage(storages []storage.Config) storage.Config {
+func defaultStorage(storages []s3.Config) s3.Config {
 	for _, s := range storages {
 		if s.Name == k8s.DefaultStorageName {
 			return s

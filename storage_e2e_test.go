@@ -23,7 +23,7 @@ import (
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
 	"github.com/trawlerhq/trawler/sandbox/wacztest"
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 )
 
 // The end-to-end tests run the development stack in this process (a
@@ -199,9 +199,9 @@ func (c *client) bytesStored() float64 {
 }
 
 // bucket is the stack's bucket as seen from the host.
-func bucket(t *testing.T, d *devStack) *storage.Bucket {
+func bucket(t *testing.T, d *devStack) *s3.Bucket {
 	t.Helper()
-	b, err := storage.New(d.env.S3.Storage("check", devBucket), storage.Options{Transport: d.env.HTTPTransport()})
+	b, err := s3.New(d.env.S3.Storage("check", devBucket), s3.Options{Transport: d.env.HTTPTransport()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestCrawlFilesEndToEnd(t *testing.T) {
 	}
 	b := bucket(t, d)
 	for _, k := range keys {
-		if _, err := b.Stat(t.Context(), k); !errors.Is(err, storage.ErrNotFound) {
+		if _, err := b.Stat(t.Context(), k); !errors.Is(err, s3.ErrNotFound) {
 			t.Errorf("%s after the delete: %v", k, err)
 		}
 	}

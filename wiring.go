@@ -16,7 +16,7 @@ import (
 	"github.com/trawlerhq/trawler/email"
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/operator"
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/webhook"
 )
 
@@ -167,8 +167,8 @@ func operatorConfig(v *viper.Viper) (operator.Config, error) {
 
 // storagesConfig reads the storages setting: a list in a config file, or
 // JSON from the environment or a flag. None configured is an empty list.
-func storagesConfig(v *viper.Viper) ([]storage.Config, error) {
-	var out []storage.Config
+func storagesConfig(v *viper.Viper) ([]s3.Config, error) {
+	var out []s3.Config
 	switch raw := v.Get("storages").(type) {
 	case nil:
 	case string:
@@ -189,7 +189,7 @@ func storagesConfig(v *viper.Viper) ([]storage.Config, error) {
 // objectStorage builds the configured storages, or nil (with a warning)
 // when there are none: download links, file deletion and crawl logs are
 // then off.
-func objectStorage(v *viper.Viper, transport http.RoundTripper, logger *slog.Logger) (*storage.Registry, error) {
+func objectStorage(v *viper.Viper, transport http.RoundTripper, logger *slog.Logger) (*s3.Registry, error) {
 	storages, err := storagesConfig(v)
 	if err != nil {
 		return nil, err
@@ -198,5 +198,5 @@ func objectStorage(v *viper.Viper, transport http.RoundTripper, logger *slog.Log
 		logger.Warn("no storages configured: crawls upload nothing, and download links, file deletion and crawl logs are off")
 		return nil, nil
 	}
-	return storage.NewRegistry(storages, k8s.DefaultStorageName, storage.Options{Transport: transport})
+	return s3.NewRegistry(storages, k8s.DefaultStorageName, s3.Options{Transport: transport})
 }

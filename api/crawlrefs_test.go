@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -21,7 +21,7 @@ import (
 // internal endpoint under the access path "/data/", as upstream's local
 // MinIO setup gives it.
 func TestCrawlSeedsAndResourcesAsUpstream(t *testing.T) {
-	e := newStorageEnv(t, startS3(t), time.Hour, func(c *storage.Config) { c.AccessEndpointURL = "/data/" })
+	e := newStorageEnv(t, startS3(t), time.Hour, func(c *s3.Config) { c.AccessEndpointURL = "/data/" })
 	ctx := t.Context()
 	cid, id := e.startCrawl(asCrawler, "wf")
 	wfPath := e.orgPath("/crawlconfigs/" + cid)

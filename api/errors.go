@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/trawlerhq/trawler/k8s"
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -118,11 +118,11 @@ func statusOf(err error) (int, any) {
 		// MongoDB is down or too slow: the store gave up within its
 		// timeout, and a retry may work.
 		return http.StatusServiceUnavailable, "service_unavailable"
-	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, errNoStorage):
+	case errors.Is(err, s3.ErrUnavailable), errors.Is(err, errNoStorage):
 		return http.StatusServiceUnavailable, "storage_unavailable"
-	case errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, s3.ErrNotFound):
 		return http.StatusNotFound, "file_not_found"
-	case errors.Is(err, storage.ErrInvalidKey):
+	case errors.Is(err, s3.ErrInvalidKey):
 		return http.StatusBadRequest, "invalid_file_name"
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "timeout"

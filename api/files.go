@@ -8,32 +8,32 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/store"
 )
 
 // ObjectStorage is what the API needs of object storage: the configured
-// storages by name and the buckets orgs bring. *storage.Registry
+// storages by name and the buckets orgs bring. *s3.Registry
 // implements it.
 type ObjectStorage interface {
-	Named(name string) (*storage.Bucket, error)
-	Custom(cfg storage.Config) (*storage.Bucket, error)
+	Named(name string) (*s3.Bucket, error)
+	Custom(cfg s3.Config) (*s3.Bucket, error)
 }
 
 // errNoStorage: trawler runs without object storage configured.
 var errNoStorage = errors.New("no object storage configured")
 
 // orgStorageConfig is an org's own storage as the storage layer takes it.
-func orgStorageConfig(st store.Storage) storage.Config {
-	return storage.Config{AccessKey: st.AccessKey, SecretKey: st.SecretKey, EndpointURL: st.EndpointURL,
+func orgStorageConfig(st store.Storage) s3.Config {
+	return s3.Config{AccessKey: st.AccessKey, SecretKey: st.SecretKey, EndpointURL: st.EndpointURL,
 		AccessEndpointURL: st.AccessEndpointURL, Region: st.Region, UseAccessForPresign: st.UseAccessForPresign}
 }
 
 // fileObject finds a crawl file's bucket and key, following upstream: a
 // file recorded for a named (default) storage lives there, in the org's
 // folder; otherwise it is in the org's own storage, recorded as a full
-// URL. Keys outside those places are refused (storage.ErrInvalidKey).
-func (s *Server) fileObject(org *store.Org, f *store.CrawlFile) (*storage.Bucket, string, error) {
+// URL. Keys outside those places are refused (s3.ErrInvalidKey).
+func (s *Server) fileObject(org *store.Org, f *store.CrawlFile) (*s3.Bucket, string, error) {
 	if s.objects == nil {
 		return nil, "", errNoStorage
 	}
@@ -48,9 +48,9 @@ func (s *Server) fileObject(org *store.Org, f *store.CrawlFile) (*storage.Bucket
 		}
 		key, ok := strings.CutPrefix(f.Filename, b.URL())
 		if !ok {
-			return nil, "", &storage.KeyError{Key: f.Filename, Reason: "not in the org's storage " + b.URL()}
+			return nil, "", &s3.KeyError{Key: f.Filename, Reason: "not in the org's storage " + b.URL()}
 		}
-		return b, key, storage.ValidateKey(key)
+		return b, key, s3.ValidateKey(key)
 	default:
 		// A relative name without a storage (e.g. an imported record)
 		// is taken to be in the org's configured storage.
@@ -60,7 +60,7 @@ func (s *Server) fileObject(org *store.Org, f *store.CrawlFile) (*storage.Bucket
 	if err != nil {
 		return nil, "", err
 	}
-	return b, f.Filename, storage.InOrg(org.ID.String(), f.Filename)
+	return b, f.Filename, s3.InOrg(org.ID.String(), f.Filename)
 }
 
 // linkStillGood tells whether a cached download link may be handed out
@@ -120,11 +120,11 @@ func (s *Server) deleteFiles(ctx context.Context, org *store.Org, crawls []*stor
 	if s.objects == nil {
 		return nil
 	}
-	keys := map[*storage.Bucket][]string{}
+	keys := map[*s3.Bucket][]string{}
 	for _, c := range crawls {
 		for i := range c.Files {
 			b, key, err := s.fileObject(org, &c.Files[i])
-			if errors.Is(err, storage.ErrInvalidKey) {
+			if errors.Is(err, s3.ErrInvalidKey) {
 				s.log.Warn("not deleting a file outside the org's storage", "crawl", c.ID, "file", c.Files[i].Filename, "err", err)
 				continue
 			}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/mongotest"
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -73,26 +73,26 @@ func (f *fakeSecrets) DeleteStorageSecret(_ context.Context, name string) error 
 // storage is a bucket of its own on srv.
 type storageEnv struct {
 	*env
-	bucket  *storage.Bucket
+	bucket  *s3.Bucket
 	secrets *fakeSecrets
 }
 
-func newStorageEnv(t testing.TB, srv *sandbox.S3, presign time.Duration, mutate ...func(*storage.Config)) *storageEnv {
+func newStorageEnv(t testing.TB, srv *sandbox.S3, presign time.Duration, mutate ...func(*s3.Config)) *storageEnv {
 	t.Helper()
 	return newStorageEnvOn(t, mongotest.Open(t), srv, presign, mutate...)
 }
 
 // newStorageEnvOn is newStorageEnv on the store db (opened, say, with a
 // command counter).
-func newStorageEnvOn(t testing.TB, db *mongotest.DB, srv *sandbox.S3, presign time.Duration, mutate ...func(*storage.Config)) *storageEnv {
+func newStorageEnvOn(t testing.TB, db *mongotest.DB, srv *sandbox.S3, presign time.Duration, mutate ...func(*s3.Config)) *storageEnv {
 	t.Helper()
 	e := newEnvOn(t, db, nil)
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	cfg := storage.Config{Name: "default", AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, BucketName: name, EndpointURL: srv.URL()}
+	cfg := s3.Config{Name: "default", AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, BucketName: name, EndpointURL: srv.URL()}
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	reg, err := storage.NewRegistry([]storage.Config{cfg}, "default", storage.Options{})
+	reg, err := s3.NewRegistry([]s3.Config{cfg}, "default", s3.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func (e *storageEnv) crawlWithFiles(records []store.CrawlFile, bodies ...[]byte)
 	e.setState(id, store.StateRunning)
 	ctx := context.Background()
 	for i, body := range bodies {
-		key, err := storage.OrgKey(e.org.String(), id+"-"+string(rune('a'+i))+".wacz")
+		key, err := s3.OrgKey(e.org.String(), id+"-"+string(rune('a'+i))+".wacz")
 		if err != nil {
 			e.t.Fatal(err)
 		}

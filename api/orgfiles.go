@@ -9,7 +9,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -18,7 +18,7 @@ import (
 // name; or the org's own bucket at its root, recorded as full URLs. Crawl
 // files follow the same layout, so fileObject finds them all.
 type fileTarget struct {
-	bucket *storage.Bucket
+	bucket *s3.Bucket
 	prefix string  // "<oid>/" in a named storage, "" in the org's own
 	named  *string // the named storage; nil for the org's own
 }
@@ -33,7 +33,7 @@ func (s *Server) orgFiles(org *store.Org) (fileTarget, error) {
 	}
 	name, _ := s.orgStorage(org)
 	b, err := s.objects.Named(name)
-	return fileTarget{bucket: b, prefix: storage.OrgPrefix(org.ID.String()), named: &name}, err
+	return fileTarget{bucket: b, prefix: s3.OrgPrefix(org.ID.String()), named: &name}, err
 }
 
 // filename is what a file document records for the object at key.
@@ -104,7 +104,7 @@ func quotaLeft(org *store.Org) int64 {
 // anything else a 500.
 func storageError(detail string, err error) error {
 	status := http.StatusInternalServerError
-	if errors.Is(err, storage.ErrUnavailable) {
+	if errors.Is(err, s3.ErrUnavailable) {
 		status = http.StatusServiceUnavailable
 	}
 	return &apiError{status: status, detail: detail, cause: err}

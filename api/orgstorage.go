@@ -9,7 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/trawlerhq/trawler/k8s"
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -59,7 +59,7 @@ func (s *Server) setOrgStorage(c echo.Context) error {
 		}
 		// The org's folder, whatever the body says: files never go to
 		// the bucket root or another org's folder.
-		st = store.Storage{Type: "default", Name: *in.Name, Path: storage.OrgPrefix(org.ID.String())}
+		st = store.Storage{Type: "default", Name: *in.Name, Path: s3.OrgPrefix(org.ID.String())}
 	default:
 		return validationError{{Loc: []any{"body", "type"}, Msg: `type must be "default" or "s3"`, Type: "value_error"}}
 	}

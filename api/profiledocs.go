@@ -9,7 +9,7 @@ import (
 
 	"github.com/trawlerhq/trawler/k8s"
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -208,7 +208,7 @@ func (s *Server) deleteProfileFile(ctx context.Context, org *store.Org, p *store
 		return nil // no storage: documents only, as deleteFiles
 	}
 	rel := profilesFolder + p.Resource.Filename
-	f := store.CrawlFile{Filename: storage.OrgPrefix(org.ID.String()) + rel, DefStorageName: p.Resource.DefStorageName}
+	f := store.CrawlFile{Filename: s3.OrgPrefix(org.ID.String()) + rel, DefStorageName: p.Resource.DefStorageName}
 	if f.DefStorageName == nil {
 		t, err := s.orgFiles(org)
 		if err != nil {

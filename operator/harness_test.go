@@ -25,7 +25,7 @@ import (
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -34,7 +34,7 @@ import (
 var shared struct {
 	once    sync.Once
 	env     *sandbox.Env
-	storage storage.Config
+	storage s3.Config
 	err     error
 }
 

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 )
 
 // S3 is a real S3 server, the Versity S3 Gateway with its posix backend,
@@ -77,8 +77,8 @@ func (s *S3) URL() string { return fmt.Sprintf("http://127.0.0.1:%d/", s.Port) }
 // would: reached at S3ClusterHost by pods and trawler, and at the
 // loopback URL by browsers (and curl), which the download links are
 // signed for.
-func (s *S3) Storage(name, bucket string) storage.Config {
-	return storage.Config{
+func (s *S3) Storage(name, bucket string) s3.Config {
+	return s3.Config{
 		Name: name, AccessKey: s.AccessKey, SecretKey: s.SecretKey, BucketName: bucket,
 		EndpointURL:       "http://" + S3ClusterHost + ":9000/",
 		AccessEndpointURL: s.URL() + bucket + "/",

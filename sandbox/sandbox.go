@@ -26,7 +26,7 @@ import (
 
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 )
 
 // Options configure Start. Zero values get the defaults noted.
@@ -291,18 +291,18 @@ func (e *Env) HTTPTransport() *http.Transport {
 
 // CreateBucket creates bucket on the S3 server (Options.ObjectStorage)
 // and returns its configuration as storage name, for trawler and for the
-// crawler's storage secret (storage.Config.CrawlerEnv).
-func (e *Env) CreateBucket(ctx context.Context, name, bucket string) (storage.Config, error) {
+// crawler's storage secret (s3.Config.CrawlerEnv).
+func (e *Env) CreateBucket(ctx context.Context, name, bucket string) (s3.Config, error) {
 	if e.S3 == nil {
-		return storage.Config{}, errors.New("sandbox started without ObjectStorage")
+		return s3.Config{}, errors.New("sandbox started without ObjectStorage")
 	}
 	cfg := e.S3.Storage(name, bucket)
-	b, err := storage.New(cfg, storage.Options{Transport: e.HTTPTransport()})
+	b, err := s3.New(cfg, s3.Options{Transport: e.HTTPTransport()})
 	if err != nil {
-		return storage.Config{}, err
+		return s3.Config{}, err
 	}
 	if err := b.EnsureBucket(ctx); err != nil {
-		return storage.Config{}, err
+		return s3.Config{}, err
 	}
 	return cfg, nil
 }

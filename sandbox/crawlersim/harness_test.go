@@ -23,7 +23,7 @@ import (
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 )
 
 // One redis-server for the package; every test gets a database of its
@@ -72,22 +72,22 @@ func startTestS3(ctx context.Context, dir string) (*sandbox.S3, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s3, err := sandbox.StartS3(ctx, dir)
+	srv, err := sandbox.StartS3(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	u, _ := url.Parse(testStore)
-	testDNS.Register(u.Hostname(), fmt.Sprintf("127.0.0.1:%d", s3.Port))
-	b, err := storage.New(testStorage(s3), storage.Options{Transport: &http.Transport{DialContext: testDNS.Dial}})
+	testDNS.Register(u.Hostname(), fmt.Sprintf("127.0.0.1:%d", srv.Port))
+	b, err := s3.New(testStorage(srv), s3.Options{Transport: &http.Transport{DialContext: testDNS.Dial}})
 	if err == nil {
 		err = b.EnsureBucket(ctx)
 	}
-	return s3, err
+	return srv, err
 }
 
 // testStorage is testStore on the test S3 server.
-func testStorage(s3 *sandbox.S3) storage.Config {
-	return storage.Config{AccessKey: s3.AccessKey, SecretKey: s3.SecretKey, EndpointURL: testStore}
+func testStorage(srv *sandbox.S3) s3.Config {
+	return s3.Config{AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, EndpointURL: testStore}
 }
 
 // Values shaped like the ones Browsertrix renders into crawler pods.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 )
 
 // profileTarGz is a profile archive as the profile browser saves it.
@@ -34,7 +34,7 @@ func profileTarGz(t *testing.T, origins string) []byte {
 func TestCrawlWithProfile(t *testing.T) {
 	t.Parallel()
 	c := newCrawl(t, seedConfig("https://example.com/?sim-pages=3&sim-bytes=1000"), "--sim.failWindow 600")
-	b, err := storage.New(testStorage(testS3), storage.Options{Transport: &http.Transport{DialContext: testDNS.Dial}})
+	b, err := s3.New(testStorage(testS3), s3.Options{Transport: &http.Transport{DialContext: testDNS.Dial}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 )
 
 // The scenario tests replay the rows of the spec's "lifecycle by scenario"
@@ -76,7 +76,7 @@ func uploaded(t *testing.T, filename string) []byte {
 	if !ok {
 		t.Fatalf("filename %s is not in %s", filename, testStore)
 	}
-	b, err := storage.New(testStorage(testS3), storage.Options{Transport: &http.Transport{DialContext: testDNS.Dial}})
+	b, err := s3.New(testStorage(testS3), s3.Options{Transport: &http.Transport{DialContext: testDNS.Dial}})
 	if err != nil {
 		t.Fatal(err)
 	}

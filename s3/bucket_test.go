@@ -1,4 +1,4 @@
-package storage_test
+package s3_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/sandbox"
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/s3"
 )
 
 // One S3 server serves the package's tests; each test uses its own bucket.
@@ -47,18 +47,18 @@ func TestMain(m *testing.M) {
 
 // newBucket creates a fresh bucket on the test server, configured as
 // trawler would see it: reached at the loopback URL.
-func newBucket(t *testing.T, mutate ...func(*storage.Config)) *storage.Bucket {
+func newBucket(t *testing.T, mutate ...func(*s3.Config)) *s3.Bucket {
 	t.Helper()
 	if server == nil {
 		t.Skip("versitygw not built (make testbin)")
 	}
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	cfg := storage.Config{Name: "test", AccessKey: server.AccessKey, SecretKey: server.SecretKey,
+	cfg := s3.Config{Name: "test", AccessKey: server.AccessKey, SecretKey: server.SecretKey,
 		BucketName: name, EndpointURL: server.URL()}
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	b, err := storage.New(cfg, storage.Options{})
+	b, err := s3.New(cfg, s3.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,10 +131,10 @@ func TestPutReadListDelete(t *testing.T) {
 		t.Fatalf("Delete: %v", err)
 	}
 	for _, k := range []string{"org1/a.wacz", "org1/sub/b.txt"} {
-		if _, err := b.Stat(ctx, k); !errors.Is(err, storage.ErrNotFound) {
+		if _, err := b.Stat(ctx, k); !errors.Is(err, s3.ErrNotFound) {
 			t.Errorf("Stat(%s) after delete = %v, want ErrNotFound", k, err)
 		}
-		if _, err := b.Open(ctx, k); !errors.Is(err, storage.ErrNotFound) {
+		if _, err := b.Open(ctx, k); !errors.Is(err, s3.ErrNotFound) {
 			t.Errorf("Open(%s) after delete = %v, want ErrNotFound", k, err)
 		}
 	}
@@ -150,17 +150,17 @@ func TestKeysAreCheckedBeforeAnyRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := "keep/../x"
-	if _, err := b.Put(ctx, bad, strings.NewReader("x"), 1, ""); !errors.Is(err, storage.ErrInvalidKey) {
+	if _, err := b.Put(ctx, bad, strings.NewReader("x"), 1, ""); !errors.Is(err, s3.ErrInvalidKey) {
 		t.Errorf("Put: %v", err)
 	}
-	if _, err := b.PresignGet(ctx, bad, time.Minute); !errors.Is(err, storage.ErrInvalidKey) {
+	if _, err := b.PresignGet(ctx, bad, time.Minute); !errors.Is(err, s3.ErrInvalidKey) {
 		t.Errorf("PresignGet: %v", err)
 	}
-	if _, err := b.Open(ctx, "/keep/x"); !errors.Is(err, storage.ErrInvalidKey) {
+	if _, err := b.Open(ctx, "/keep/x"); !errors.Is(err, s3.ErrInvalidKey) {
 		t.Errorf("Open: %v", err)
 	}
 	// One bad key stops the whole delete before anything is removed.
-	if err := b.Delete(ctx, "keep/x", "keep/\x00"); !errors.Is(err, storage.ErrInvalidKey) {
+	if err := b.Delete(ctx, "keep/x", "keep/\x00"); !errors.Is(err, s3.ErrInvalidKey) {
 		t.Errorf("Delete: %v", err)
 	}
 	if _, err := b.Stat(ctx, "keep/x"); err != nil {
@@ -213,7 +213,7 @@ func TestPresignForAnAccessEndpoint(t *testing.T) {
 	cfg := b.Config()
 	cfg.EndpointURL = "http://no-such-host.invalid:9000/"
 	cfg.AccessEndpointURL = server.URL() + cfg.BucketName + "/"
-	viaAccess, err := storage.New(cfg, storage.Options{})
+	viaAccess, err := s3.New(cfg, s3.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestPresignForAnAccessEndpoint(t *testing.T) {
 	// signed for the internal endpoint.
 	cfg = b.Config()
 	cfg.AccessEndpointURL = "/data/"
-	proxied, err := storage.New(cfg, storage.Options{})
+	proxied, err := s3.New(cfg, s3.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,8 +256,8 @@ func TestOutageIsUnavailableThenRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = own.Stop(5 * time.Second) })
-	cfg := storage.Config{AccessKey: own.AccessKey, SecretKey: own.SecretKey, BucketName: "outage", EndpointURL: own.URL()}
-	b, err := storage.New(cfg, storage.Options{})
+	cfg := s3.Config{AccessKey: own.AccessKey, SecretKey: own.SecretKey, BucketName: "outage", EndpointURL: own.URL()}
+	b, err := s3.New(cfg, s3.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,13 +272,13 @@ func TestOutageIsUnavailableThenRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := b.Delete(ctx, "o/x"); !errors.Is(err, storage.ErrUnavailable) {
+	if err := b.Delete(ctx, "o/x"); !errors.Is(err, s3.ErrUnavailable) {
 		t.Fatalf("Delete while down = %v, want ErrUnavailable", err)
 	}
 	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("a call against a dead server took %v", took)
 	}
-	if _, err := b.Put(ctx, "o/y", strings.NewReader("y"), 1, ""); !errors.Is(err, storage.ErrUnavailable) {
+	if _, err := b.Put(ctx, "o/y", strings.NewReader("y"), 1, ""); !errors.Is(err, s3.ErrUnavailable) {
 		t.Fatalf("Put while down = %v, want ErrUnavailable", err)
 	}
 	// Signing needs no server.
@@ -300,18 +300,18 @@ func TestRegistry(t *testing.T) {
 	if server == nil {
 		t.Skip("versitygw not built (make testbin)")
 	}
-	base := storage.Config{AccessKey: "a", SecretKey: "s", EndpointURL: server.URL()}
+	base := s3.Config{AccessKey: "a", SecretKey: "s", EndpointURL: server.URL()}
 	def, other := base, base
 	def.Name, def.BucketName = "default", "d"
 	other.Name, other.BucketName = "other", "o"
-	r, err := storage.NewRegistry([]storage.Config{def, other}, "default", storage.Options{})
+	r, err := s3.NewRegistry([]s3.Config{def, other}, "default", s3.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b, err := r.Named("other"); err != nil || b.URL() != server.URL()+"o/" {
 		t.Fatalf("Named(other) = %v, %v", b, err)
 	}
-	if _, err := r.Named("nope"); !errors.Is(err, storage.ErrUnknownStorage) {
+	if _, err := r.Named("nope"); !errors.Is(err, s3.ErrUnknownStorage) {
 		t.Fatalf("Named(nope) = %v", err)
 	}
 	custom := base
@@ -323,10 +323,10 @@ func TestRegistry(t *testing.T) {
 	if c2, _ := r.Custom(custom); c2 != c1 {
 		t.Error("the same org storage got a second client")
 	}
-	if _, err := storage.NewRegistry([]storage.Config{def}, "missing", storage.Options{}); !errors.Is(err, storage.ErrUnknownStorage) {
+	if _, err := s3.NewRegistry([]s3.Config{def}, "missing", s3.Options{}); !errors.Is(err, s3.ErrUnknownStorage) {
 		t.Errorf("missing default: %v", err)
 	}
-	if _, err := storage.NewRegistry([]storage.Config{def, def}, "default", storage.Options{}); err == nil {
+	if _, err := s3.NewRegistry([]s3.Config{def, def}, "default", s3.Options{}); err == nil {
 		t.Error("duplicate name accepted")
 	}
 }

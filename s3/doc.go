@@ -1,4 +1,4 @@
-// Package storage is trawler's object storage layer: S3-compatible
+// Package s3 is trawler's object storage layer: S3-compatible
 // buckets named in the configuration (Browsertrix's `storages` list) or
 // brought by an org, and what the API does with them: store, sign
 // download links, open, list and delete objects. It also spells the
@@ -9,4 +9,4 @@
 // path-style SigV4 with presigning built in, streaming multipart uploads
 // of unknown length and ranged reads (ReaderAt) for reading inside WACZ
 // files without downloading them.
-package storage
+package s3
