@@ -16,10 +16,10 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/trawlerhq/trawler/k8s"
+	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
-	"github.com/trawlerhq/trawler/s3"
 )
 
 // devBucket is the sandbox S3 server's bucket for crawl files.

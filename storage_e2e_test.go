@@ -19,11 +19,11 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
 	"github.com/trawlerhq/trawler/sandbox/wacztest"
-	"github.com/trawlerhq/trawler/s3"
 )
 
 // The end-to-end tests run the development stack in this process (a

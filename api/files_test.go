@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/mongotest"
-	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/store"
 )
 

@@ -22,10 +22,10 @@ import (
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
 	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
 	"github.com/trawlerhq/trawler/operator"
+	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
-	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/store"
 )
 

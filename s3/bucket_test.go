@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/s3"
+	"github.com/trawlerhq/trawler/sandbox"
 )
 
 // One S3 server serves the package's tests; each test uses its own bucket.

@@ -25,8 +25,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/trawlerhq/trawler/k8s"
-	"github.com/trawlerhq/trawler/sandbox/kubelet"
 	"github.com/trawlerhq/trawler/s3"
+	"github.com/trawlerhq/trawler/sandbox/kubelet"
 )
 
 // Options configure Start. Zero values get the defaults noted.

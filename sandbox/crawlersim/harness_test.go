@@ -20,10 +20,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
-	"github.com/trawlerhq/trawler/s3"
 )
 
 // One redis-server for the package; every test gets a database of its

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 	"github.com/trawlerhq/trawler/s3"
+	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 )
 
 // profileTarGz is a profile archive as the profile browser saves it.
