@@ -93,9 +93,9 @@ func (s *Server) insertCrawl(ctx context.Context, crawl *store.Crawl, wf *store.
 		switch {
 		case err == nil:
 			return nil
-		case store.Detail(err) == "crawl_already_running":
+		case errors.Is(err, store.ErrCrawlAlreadyRunning):
 			return errCrawlAlreadyRunning
-		case store.Detail(err) != "crawl_exists" || attempt+1 == maxIDAttempts:
+		case !errors.Is(err, store.ErrCrawlExists) || attempt+1 == maxIDAttempts:
 			return fmt.Errorf("recording crawl: %w", err)
 		}
 	}

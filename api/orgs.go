@@ -229,9 +229,9 @@ func (s *Server) setOrgUserRole(c echo.Context) error {
 	}
 	err = s.store.ChangeOrgMember(ctx, currentOrg(c).ID, u.ID, in.Role)
 	switch {
-	case errors.Is(err, store.ErrNotFound) && store.Detail(err) == "no_such_org_user":
+	case errors.Is(err, store.ErrNoSuchOrgUser):
 		return noSuchMember
-	case store.Detail(err) == "last_owner":
+	case errors.Is(err, store.ErrLastOwner):
 		return badRequest("Can't demote only owner of org")
 	case err != nil:
 		return err
@@ -258,7 +258,7 @@ func (s *Server) removeOrgUser(c echo.Context) error {
 		return err
 	}
 	err = s.store.ChangeOrgMember(ctx, currentOrg(c).ID, u.ID, nil)
-	if store.Detail(err) == "last_owner" {
+	if errors.Is(err, store.ErrLastOwner) {
 		return badRequest("Can't remove only owner from org")
 	}
 	if err != nil {

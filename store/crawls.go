@@ -75,9 +75,9 @@ var crawlSorts = map[string]bool{"started": true, "finished": true, "fileSize": 
 // MongoDB and on FerretDB alike. SetCrawlState frees it when the crawl
 // ends.
 //
-// Errors: Conflict("crawl_exists") if the id is taken,
-// Conflict("crawl_already_running") if the workflow has a crawl that has
-// not ended (the workflow is then left alone).
+// Errors: ErrCrawlExists if the id is taken, ErrCrawlAlreadyRunning if
+// the workflow has a crawl that has not ended (the workflow is then left
+// alone).
 func (m *Mongo) AddCrawl(ctx context.Context, c *Crawl) error {
 	c.FirstSeed = firstSeed(&c.Config)
 	if c.Type == "" {
@@ -132,10 +132,10 @@ func (m *Mongo) insertCrawl(ctx context.Context, c *Crawl) error {
 			return fmt.Errorf("inserting crawl: %w", err)
 		}
 		if _, err := m.GetCrawlByID(ctx, c.ID); err == nil {
-			return Conflict("crawl_exists")
+			return ErrCrawlExists
 		}
 		if c.ActiveCID == nil || attempt > 0 {
-			return Conflict("crawl_already_running")
+			return ErrCrawlAlreadyRunning
 		}
 		var holder struct {
 			ID    string `bson:"_id"`
@@ -149,7 +149,7 @@ func (m *Mongo) insertCrawl(ctx context.Context, c *Crawl) error {
 		case err != nil:
 			return fmt.Errorf("finding the workflow's running crawl: %w", err)
 		case !IsFinished(holder.State):
-			return Conflict("crawl_already_running")
+			return ErrCrawlAlreadyRunning
 		default:
 			if _, err := m.coll(collCrawls).UpdateOne(ctx, bson.M{"_id": holder.ID}, bson.M{"$unset": bson.M{"activeCid": ""}}); err != nil {
 				return fmt.Errorf("freeing the workflow of ended crawl %s: %w", holder.ID, err)

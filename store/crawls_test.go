@@ -279,7 +279,7 @@ func TestOneUnfinishedCrawlPerWorkflow(t *testing.T) {
 	t0 := now()
 	first := mustCrawl(t, m, wf, "first", t0)
 	err := m.AddCrawl(ctx, newCrawl(wf, "second", t0))
-	if !errors.Is(err, store.ErrConflict) || store.Detail(err) != "crawl_already_running" {
+	if !errors.Is(err, store.ErrCrawlAlreadyRunning) {
 		t.Fatalf("second crawl while the first runs: %v", err)
 	}
 	if w, _ := m.GetCrawlConfig(ctx, wf.OID, wf.ID); w.CrawlAttemptCount != 1 {
@@ -288,7 +288,7 @@ func TestOneUnfinishedCrawlPerWorkflow(t *testing.T) {
 	if _, err := m.GetCrawlByID(ctx, "second"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the refused crawl was stored: %v", err)
 	}
-	if err := m.AddCrawl(ctx, newCrawl(wf, "first", t0)); store.Detail(err) != "crawl_exists" {
+	if err := m.AddCrawl(ctx, newCrawl(wf, "first", t0)); !errors.Is(err, store.ErrCrawlExists) {
 		t.Errorf("taken id: %v", err)
 	}
 	other := mustWorkflow(t, m, wf.OID, "O", "https://o.example/")
@@ -326,7 +326,7 @@ func TestOneUnfinishedCrawlPerWorkflow(t *testing.T) {
 				switch {
 				case err == nil:
 					won.Add(1)
-				case store.Detail(err) != "crawl_already_running":
+				case !errors.Is(err, store.ErrCrawlAlreadyRunning):
 					t.Errorf("round %d replica %d: %v", round, i, err)
 				}
 			})

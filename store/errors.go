@@ -39,6 +39,21 @@ func Conflict(detail string) error { return &Error{Kind: ErrConflict, Detail: de
 // Invalid returns an ErrInvalid with a detail for users.
 func Invalid(detail string) error { return &Error{Kind: ErrInvalid, Detail: detail} }
 
+// Errors callers branch on beyond their kind. Each is an *Error, so
+// errors.Is matches it and its kind, and Detail gives its detail; store
+// methods return these values, never a fresh error with the same detail,
+// which errors.Is would not match.
+var (
+	// ErrCrawlExists: a crawl or upload of that id exists.
+	ErrCrawlExists = Conflict("crawl_exists")
+	// ErrCrawlAlreadyRunning: the workflow has a crawl that has not ended.
+	ErrCrawlAlreadyRunning = Conflict("crawl_already_running")
+	// ErrNoSuchOrgUser: the user is not a member of the org.
+	ErrNoSuchOrgUser = NotFound("no_such_org_user")
+	// ErrLastOwner: the change would leave the org without an owner.
+	ErrLastOwner = Conflict("last_owner")
+)
+
 // Detail returns the user-facing detail of err, or "" if it has none.
 func Detail(err error) string {
 	var e *Error

@@ -139,9 +139,9 @@ const maxMemberChangeAttempts = 5
 // owner loses that role, on another owner still being one, so two
 // owners demoting each other at once cannot both succeed.
 //
-// Errors: NotFound("org_not_found"); NotFound("no_such_org_user") if uid
-// is not a member; Conflict("last_owner") if uid is the only owner and
-// would stop being one; Conflict("org_changed") if the org kept changing.
+// Errors: NotFound("org_not_found"); ErrNoSuchOrgUser if uid is not a
+// member; ErrLastOwner if uid is the only owner and would stop being one;
+// Conflict("org_changed") if the org kept changing.
 func (m *Mongo) ChangeOrgMember(ctx context.Context, id, uid uuid.UUID, role *Role) error {
 	field := "users." + uid.String()
 	update := bson.M{"$unset": bson.M{field: ""}}
@@ -155,7 +155,7 @@ func (m *Mongo) ChangeOrgMember(ctx context.Context, id, uid uuid.UUID, role *Ro
 		}
 		current, ok := org.Users[uid.String()]
 		if !ok {
-			return NotFound("no_such_org_user")
+			return ErrNoSuchOrgUser
 		}
 		filter := bson.M{"_id": id, field: current}
 		if current >= RoleOwner && (role == nil || *role < RoleOwner) {
@@ -166,7 +166,7 @@ func (m *Mongo) ChangeOrgMember(ctx context.Context, id, uid uuid.UUID, role *Ro
 				}
 			}
 			if len(others) == 0 {
-				return Conflict("last_owner")
+				return ErrLastOwner
 			}
 			filter["$or"] = others
 		}

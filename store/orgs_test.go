@@ -111,11 +111,11 @@ func TestOrgs(t *testing.T) {
 	})
 	t.Run("ChangeMember", func(t *testing.T) {
 		role := func(r store.Role) *store.Role { return &r }
-		if err := m.ChangeOrgMember(ctx, a.ID, uuid.New(), role(store.RoleViewer)); store.Detail(err) != "no_such_org_user" {
+		if err := m.ChangeOrgMember(ctx, a.ID, uuid.New(), role(store.RoleViewer)); !errors.Is(err, store.ErrNoSuchOrgUser) {
 			t.Fatalf("a non-member: %v", err)
 		}
 		for _, r := range []*store.Role{role(store.RoleCrawler), nil} {
-			if err := m.ChangeOrgMember(ctx, a.ID, owner, r); !errors.Is(err, store.ErrConflict) || store.Detail(err) != "last_owner" {
+			if err := m.ChangeOrgMember(ctx, a.ID, owner, r); !errors.Is(err, store.ErrLastOwner) {
 				t.Fatalf("the only owner to %v: %v", r, err)
 			}
 		}
@@ -125,7 +125,7 @@ func TestOrgs(t *testing.T) {
 		if err := m.ChangeOrgMember(ctx, a.ID, owner, nil); err != nil {
 			t.Fatalf("an owner leaving another owner: %v", err)
 		}
-		if err := m.ChangeOrgMember(ctx, a.ID, viewer, role(store.RoleViewer)); store.Detail(err) != "last_owner" {
+		if err := m.ChangeOrgMember(ctx, a.ID, viewer, role(store.RoleViewer)); !errors.Is(err, store.ErrLastOwner) {
 			t.Fatalf("the owner left: %v", err)
 		}
 		if orgs, _, err := m.ListOrgs(ctx, store.OrgFilter{Member: &owner}); err != nil || len(orgs) != 1 || orgs[0].ID != b.ID {

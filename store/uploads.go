@@ -55,8 +55,8 @@ type Upload struct {
 // org's bytesStored are recounted.
 //
 // Errors: NotFound("crawl_not_found") when replace is set and id is not
-// an upload of the org; Conflict("crawl_exists") for a new upload whose
-// id is taken.
+// an upload of the org; ErrCrawlExists for a new upload whose id is
+// taken.
 func (m *Mongo) SaveUpload(ctx context.Context, u *Upload, replace bool) (*Crawl, error) {
 	doc := uploadDoc{ID: u.ID, Type: TypeUpload, UserID: u.UserID, OID: u.OID, Started: u.At, Finished: u.At,
 		Name: &u.Name, Description: &u.Description, State: StateComplete, Files: u.Files, Errors: []string{},
@@ -81,7 +81,7 @@ func (m *Mongo) SaveUpload(ctx context.Context, u *Upload, replace bool) (*Crawl
 		colls = append(colls, old.CollectionIDs...)
 	} else if _, err := m.coll(collCrawls).InsertOne(ctx, doc); err != nil {
 		if isDuplicate(err) {
-			return nil, Conflict("crawl_exists")
+			return nil, ErrCrawlExists
 		}
 		return nil, fmt.Errorf("inserting upload: %w", err)
 	}

@@ -26,7 +26,7 @@ func TestSaveUpload(t *testing.T) {
 	if old, err := m.SaveUpload(ctx, u, false); err != nil || old != nil {
 		t.Fatalf("%v %v", old, err)
 	}
-	if _, err := m.SaveUpload(ctx, u, false); !errors.Is(err, store.ErrConflict) {
+	if _, err := m.SaveUpload(ctx, u, false); !errors.Is(err, store.ErrCrawlExists) {
 		t.Fatalf("same id again: %v", err)
 	}
 	got, err := m.GetCrawl(ctx, org.ID, "upload-1")
