@@ -110,7 +110,7 @@ func TestSettingsAndHealth(t *testing.T) {
 		}
 	}
 	e.srv.ready = func(ctx context.Context) error { return errors.New("mongodb: unreachable") }
-	e.wantDetail(e.do("", "GET", "/readyz", nil), 503, "mongodb: unreachable")
+	e.wantDetail(e.do("", "GET", "/readyz", nil), 503, "service_unavailable")
 }
 
 func TestBootstrapIsIdempotent(t *testing.T) {

@@ -63,6 +63,9 @@ const (
 	detailCrawlNotFound     = "crawl_not_found"
 	detailNoCrawlPermission = "User does not have permission to modify crawls"
 	detailNoOwnerPermission = "User does not have permission to perform this action"
+	// detailServiceUnavailable: MongoDB (or, for /readyz, anything the
+	// process needs) cannot be reached now; a retry may work.
+	detailServiceUnavailable = "service_unavailable"
 )
 
 func orgNotFound(oid string) error { return notFound(fmt.Sprintf("Organization '%s' not found", oid)) }
@@ -117,7 +120,7 @@ func statusOf(err error) (int, any) {
 	case store.IsUnavailable(err):
 		// MongoDB is down or too slow: the store gave up within its
 		// timeout, and a retry may work.
-		return http.StatusServiceUnavailable, "service_unavailable"
+		return http.StatusServiceUnavailable, detailServiceUnavailable
 	case errors.Is(err, s3.ErrUnavailable), errors.Is(err, errNoStorage):
 		return http.StatusServiceUnavailable, "storage_unavailable"
 	case errors.Is(err, s3.ErrNotFound):

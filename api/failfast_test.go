@@ -1,12 +1,16 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,6 +134,42 @@ func TestUnreachableDatabaseIs503(t *testing.T) {
 			t.Fatalf("%s %s took %v with a 500 ms store timeout", call.method, call.path, took)
 		}
 		e.wantDetail(r, 503, "service_unavailable")
+	}
+}
+
+// /readyz with MongoDB stopped says only that the process cannot serve:
+// the cause (the driver's error, naming the server's address) is logged
+// and no part of it reaches the public probe's body.
+func TestReadyzShowsNoCause(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // a stopped server: connections are refused
+	st, err := store.Open(t.Context(), "mongodb://"+addr+"/?maxPoolSize=1", "stopped", store.WithTimeout(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	var logs bytes.Buffer // the request is served on this goroutine
+	cfg := testConfig()
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	const cause = "internal-cause-7f3a"
+	ready := func(ctx context.Context) error {
+		if err := st.Ping(ctx); err != nil {
+			return fmt.Errorf("%s: %w", cause, err)
+		}
+		return nil
+	}
+	e := &env{t: t, tokens: map[string]string{}}
+	e.srv = New(cfg, Deps{Store: st, Launcher: &fakeLauncher{}, Ready: ready})
+	r := e.do("", "GET", "/readyz", nil)
+	if body := strings.TrimSpace(string(r.Body)); r.Code != 503 || body != `{"detail":"service_unavailable"}` {
+		t.Fatalf("/readyz with MongoDB stopped: %d %s", r.Code, body)
+	}
+	if logged := logs.String(); !strings.Contains(logged, cause) || !strings.Contains(logged, addr) {
+		t.Errorf("the cause was not logged: %q", logged)
 	}
 }
 

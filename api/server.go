@@ -248,10 +248,13 @@ func (s *Server) notifyWorkflowsChanged() { s.scheduler.Reload() }
 
 func (s *Server) healthz(c echo.Context) error { return c.JSON(http.StatusOK, struct{}{}) }
 
+// readyz answers 503 while the process cannot serve. Why is logged, not
+// shown: it names internal hosts and errors, and /readyz is public.
 func (s *Server) readyz(c echo.Context) error {
 	if s.ready != nil {
 		if err := s.ready(c.Request().Context()); err != nil {
-			return c.JSON(http.StatusServiceUnavailable, map[string]string{"detail": err.Error()})
+			s.log.Warn("not ready", "err", err)
+			return c.JSON(http.StatusServiceUnavailable, map[string]string{"detail": detailServiceUnavailable})
 		}
 	}
 	return c.JSON(http.StatusOK, struct{}{})
