@@ -121,7 +121,7 @@ func statusOf(err error) (int, any) {
 		// MongoDB is down or too slow: the store gave up within its
 		// timeout, and a retry may work.
 		return http.StatusServiceUnavailable, detailServiceUnavailable
-	case errors.Is(err, s3.ErrUnavailable), errors.Is(err, errNoStorage):
+	case storageDown(err), errors.Is(err, errNoStorage):
 		return http.StatusServiceUnavailable, "storage_unavailable"
 	case errors.Is(err, s3.ErrNotFound):
 		return http.StatusNotFound, "file_not_found"
@@ -132,6 +132,21 @@ func statusOf(err error) (int, any) {
 	default:
 		return http.StatusInternalServerError, http.StatusText(http.StatusInternalServerError)
 	}
+}
+
+// storageDown reports an object store that could not be reached, timed
+// out or failed: a 503 wherever it happens, as a retry may work.
+func storageDown(err error) bool { return errors.Is(err, s3.ErrUnavailable) }
+
+// storageError is a failed upload or multi-file download: users see the
+// operation's detail whichever object failed, with statusOf's 503 when
+// the object store is down and a 500 otherwise.
+func storageError(detail string, err error) error {
+	status := http.StatusInternalServerError
+	if storageDown(err) {
+		status = http.StatusServiceUnavailable
+	}
+	return &apiError{status: status, detail: detail, cause: err}
 }
 
 func detailOr(err error, fallback string) string {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"hash"
 	"io"
-	"net/http"
 
 	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/store"
@@ -98,14 +97,4 @@ func quotaLeft(org *store.Org) int64 {
 		return -1
 	}
 	return max(org.Quotas.StorageQuota-org.BytesStored, 0)
-}
-
-// storageError maps a failure of the object store: an outage is a 503,
-// anything else a 500.
-func storageError(detail string, err error) error {
-	status := http.StatusInternalServerError
-	if errors.Is(err, s3.ErrUnavailable) {
-		status = http.StatusServiceUnavailable
-	}
-	return &apiError{status: status, detail: detail, cause: err}
 }
