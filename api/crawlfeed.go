@@ -219,7 +219,9 @@ func (w *feedWatcher) view(ctx context.Context) *crawlView {
 		if w.err == nil {
 			return nil
 		}
-		return &crawlView{err: w.err, hash: w.err.Error(), final: errors.Is(w.err, store.ErrNotFound)}
+		// No data and no hash: a hash is part of the event ids clients
+		// see, and the error's text is not for them.
+		return &crawlView{err: w.err, final: errors.Is(w.err, store.ErrNotFound)}
 	}
 	var live *crawlredis.Progress
 	if store.IsRunning(w.doc.State) {

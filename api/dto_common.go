@@ -106,7 +106,10 @@ func unmarshalBody(body []byte, dst any) error {
 		name := jsonTypeName(typ.Type.Kind().String())
 		return validationError{{Loc: loc, Msg: "value is not a valid " + name, Type: "type_error." + name}}
 	default:
-		return validationError{{Loc: []any{"body"}, Msg: err.Error(), Type: "value_error"}}
+		// Only a bug gets here (a dst that is not a pointer, or an
+		// UnmarshalJSON of ours failing with other than a type error):
+		// a 500 that logs the cause instead of showing it.
+		return fmt.Errorf("decoding request body: %w", err)
 	}
 }
 
