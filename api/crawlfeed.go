@@ -29,9 +29,18 @@ import (
 // feedReadTimeout bounds a feed's read of the crawl document.
 const feedReadTimeout = 5 * time.Second
 
+// crawlFeedStore is what crawl feeds read of the store.
+type crawlFeedStore interface {
+	// GetCrawlProgress reads the fields of a crawl that change as it runs.
+	GetCrawlProgress(ctx context.Context, id string) (*store.Crawl, error)
+	// WatchCrawl signals changes of a crawl, or fails with
+	// store.ErrNoChangeStreams where the server cannot (then we poll).
+	WatchCrawl(ctx context.Context, id string) (<-chan struct{}, error)
+}
+
 // crawlFeeds shares the feeds of the crawls being watched.
 type crawlFeeds struct {
-	store    CrawlFeedStore
+	store    crawlFeedStore
 	live     *liveCrawls
 	interval time.Duration
 	log      *slog.Logger
@@ -41,7 +50,7 @@ type crawlFeeds struct {
 	feeds map[string]*crawlFeed
 }
 
-func newCrawlFeeds(st CrawlFeedStore, live *liveCrawls, interval time.Duration, log *slog.Logger, m *httpMetrics) *crawlFeeds {
+func newCrawlFeeds(st crawlFeedStore, live *liveCrawls, interval time.Duration, log *slog.Logger, m *httpMetrics) *crawlFeeds {
 	return &crawlFeeds{store: st, live: live, interval: interval, log: log, metrics: m, feeds: map[string]*crawlFeed{}}
 }
 

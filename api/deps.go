@@ -8,27 +8,33 @@ import (
 
 	"github.com/trawlerhq/trawler/k8s"
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/store"
 )
 
-// The interfaces below are what the API consumes, declared on the consumer
-// side (the store and the launcher satisfy them without knowing). Errors
-// are the store's vocabulary (store.ErrNotFound, ErrConflict, ...) and,
-// for the launcher, k8s.ErrCrawlJobNotFound.
+// What the API consumes, declared on the consumer side: the store, and
+// the seams to Kubernetes, object storage, e-mail and webhooks that main
+// fills with the real thing and tests with fakes or the sandbox's servers.
 
-// UserStore reads and writes accounts.
-type UserStore interface {
+// Store is the whole store, taken as one: every handler reaches it
+// through the one Server, so per-resource interfaces would narrow
+// nothing. Its methods are grouped by resource below; store.Mongo
+// implements it. Two groups are also declared on their own, held by the
+// components that use nothing else: crawlFeedStore (event streams) and
+// loginThrottle (login limits). Errors are the store's vocabulary
+// (store.ErrNotFound, ErrConflict, ErrInvalid and the sentinels beside
+// them), which statusOf maps to statuses and details.
+type Store interface {
+	// Users.
 	CreateUser(ctx context.Context, u *store.User) error
 	GetUser(ctx context.Context, id uuid.UUID) (*store.User, error)
 	GetUserByEmail(ctx context.Context, email string) (*store.User, error)
 	UpdateUser(ctx context.Context, id uuid.UUID, upd store.UserUpdate) error
 	DeleteUser(ctx context.Context, id uuid.UUID) error
 	ListUsersByIDs(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]store.User, error)
-}
 
-// InviteStore keeps pending invites: new-user ones in their own
-// collection, existing-user ones on the user.
-type InviteStore interface {
+	// Invites: new-user ones in their own collection, existing-user ones on
+	// the user.
 	CreateInvite(ctx context.Context, inv *store.Invite, notBefore time.Time) error
 	GetInvite(ctx context.Context, id uuid.UUID, notBefore time.Time) (*store.Invite, error)
 	ListInvites(ctx context.Context, f store.InviteFilter) ([]store.Invite, int64, error)
@@ -36,14 +42,103 @@ type InviteStore interface {
 	DeleteInvitesByEmail(ctx context.Context, oid uuid.UUID, email string) (int64, error)
 	AddUserInvite(ctx context.Context, uid uuid.UUID, inv store.Invite) error
 	TakeUserInvite(ctx context.Context, uid uuid.UUID, key string) (*store.Invite, error)
-}
 
-// NotificationStore reads the org's webhook notifications and schedules
-// manual retries; the Webhooks deliverer does the rest.
-type NotificationStore interface {
+	// Organisations, their members, quotas, webhooks and storage.
+	CreateOrg(ctx context.Context, o *store.Org) error
+	GetOrg(ctx context.Context, id uuid.UUID) (*store.Org, error)
+	EnsureDefaultOrg(ctx context.Context, name string) (*store.Org, error)
+	ListOrgs(ctx context.Context, f store.OrgFilter) ([]store.Org, int64, error)
+	RenameOrg(ctx context.Context, id uuid.UUID, name string) error
+	SetOrgUserRole(ctx context.Context, id, uid uuid.UUID, role store.Role) error
+	ChangeOrgMember(ctx context.Context, id, uid uuid.UUID, role *store.Role) error
+	SetOrgQuotas(ctx context.Context, id uuid.UUID, q store.OrgQuotas) error
+	SetOrgWebhooks(ctx context.Context, id uuid.UUID, urls map[string]string, origin string) error
+	GetDefaultOrg(ctx context.Context) (*store.Org, error)
+	SetOrgStorage(ctx context.Context, id uuid.UUID, st store.Storage) error
+
+	// Workflows and their revisions.
+	CreateCrawlConfig(ctx context.Context, c *store.CrawlConfig) error
+	GetCrawlConfig(ctx context.Context, oid, cid uuid.UUID) (*store.CrawlConfig, error)
+	CrawlConfigSeeds(ctx context.Context, cids []uuid.UUID) (map[uuid.UUID][]store.Seed, error)
+	ListCrawlConfigs(ctx context.Context, oid uuid.UUID, f store.CrawlConfigFilter) ([]store.CrawlConfig, int64, error)
+	UpdateCrawlConfig(ctx context.Context, oid, cid uuid.UUID, upd store.CrawlConfigUpdate, rev *store.ConfigRevision) (*store.CrawlConfig, error)
+	DeactivateCrawlConfig(ctx context.Context, oid, cid uuid.UUID) error
+	DeleteCrawlConfig(ctx context.Context, oid, cid uuid.UUID) error
+	ListScheduledCrawlConfigs(ctx context.Context) ([]store.CrawlConfig, error)
+	CrawlConfigTags(ctx context.Context, oid uuid.UUID) ([]string, error)
+	CrawlConfigSearchValues(ctx context.Context, oid uuid.UUID) (*store.SearchValues, error)
+	ListRevisions(ctx context.Context, cid uuid.UUID, p store.Paging) ([]store.ConfigRevision, int64, error)
+
+	// Crawls and uploads. The operator owns a crawl's state changes after
+	// it starts; the API only cancels crawls whose CrawlJob is gone.
+	AddCrawl(ctx context.Context, c *store.Crawl) error
+	SaveUpload(ctx context.Context, u *store.Upload, replace bool) (*store.Crawl, error)
+	GetCrawl(ctx context.Context, oid uuid.UUID, id string) (*store.Crawl, error)
+	GetCrawlByID(ctx context.Context, id string) (*store.Crawl, error)
+	ListCrawls(ctx context.Context, oid uuid.UUID, f store.CrawlFilter) ([]store.Crawl, int64, error)
+	ActiveCrawls(ctx context.Context, oid, cid uuid.UUID) ([]store.Crawl, error)
+	UpdateCrawl(ctx context.Context, oid uuid.UUID, id string, upd store.CrawlUpdate) error
+	SetCrawlStopping(ctx context.Context, oid uuid.UUID, id string, stopping bool) error
+	SetCrawlScale(ctx context.Context, oid uuid.UUID, id string, scale int) error
+	SetCrawlConfig(ctx context.Context, oid uuid.UUID, id string, cfg store.RawCrawlConfig) error
+	SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra store.CrawlStateExtra) (bool, *store.Crawl, error)
+	DeleteCrawls(ctx context.Context, oid uuid.UUID, ids []string) (*store.DeleteResult, error)
+	CrawlSearchValues(ctx context.Context, oid uuid.UUID, types []string) (*store.SearchValues, error)
+	ListCrawlErrors(ctx context.Context, crawlID string, p store.Paging) ([]string, int64, error)
+	RunPostCrawlTasks(ctx context.Context, crawlID string) (*store.Crawl, error)
+	SetCrawlFilePresignedURLs(ctx context.Context, crawlID string, urls map[string]store.PresignedURL) (bool, error)
+
+	// Collections and their membership.
+	CreateCollection(ctx context.Context, c *store.Collection, itemIDs ...string) error
+	GetCollection(ctx context.Context, oid, id uuid.UUID) (*store.Collection, error)
+	ListCollections(ctx context.Context, oid uuid.UUID, f store.CollectionFilter) ([]store.Collection, int64, error)
+	ListAllCollections(ctx context.Context, oid uuid.UUID) ([]store.Collection, error)
+	CollectionNames(ctx context.Context, oid uuid.UUID) ([]string, error)
+	CollectionRefs(ctx context.Context, oid uuid.UUID, ids []uuid.UUID) ([]store.Collection, error)
+	CheckCollections(ctx context.Context, oid uuid.UUID, ids []uuid.UUID) error
+	CollectionItems(ctx context.Context, oid, id uuid.UUID) ([]store.Crawl, error)
+	UpdateCollection(ctx context.Context, oid, id uuid.UUID, upd store.CollectionUpdate) error
+	DeleteCollection(ctx context.Context, oid, id uuid.UUID) error
+	AddToCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) (*store.Collection, error)
+	RemoveFromCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) (*store.Collection, error)
+	ChangeItemCollections(ctx context.Context, oid uuid.UUID, item string, added, removed []uuid.UUID, now time.Time) error
+
+	// Browser profiles.
+	SaveProfile(ctx context.Context, p *store.Profile, replace bool) error
+	GetProfile(ctx context.Context, oid, id uuid.UUID) (*store.Profile, error)
+	ListProfiles(ctx context.Context, oid uuid.UUID, userID *uuid.UUID, p store.Paging) ([]store.Profile, int64, error)
+	UpdateProfileMetadata(ctx context.Context, oid, id uuid.UUID, name string, description *string) error
+	DeleteProfile(ctx context.Context, oid, id uuid.UUID) error
+	ProfileWorkflows(ctx context.Context, oid, id uuid.UUID) ([]store.WorkflowRef, error)
+	ProfileNames(ctx context.Context, oid uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error)
+
+	// Webhook notifications: the API lists them and schedules manual
+	// retries; the Webhooks deliverer does the rest.
 	ListNotifications(ctx context.Context, oid uuid.UUID, p store.Paging) ([]store.Notification, int64, error)
 	GetNotification(ctx context.Context, oid, id uuid.UUID) (*store.Notification, error)
 	RetryNotification(ctx context.Context, oid, id uuid.UUID, at time.Time) error
+
+	// Crawl event streams (crawlFeeds holds only these: crawlFeedStore).
+	GetCrawlProgress(ctx context.Context, id string) (*store.Crawl, error)
+	WatchCrawl(ctx context.Context, id string) (<-chan struct{}, error)
+
+	// Login attempt counters (loginLimiter holds only these:
+	// loginThrottle).
+	AddLoginAttempt(ctx context.Context, keys []string, start, end time.Time) ([]int64, error)
+	ReleaseLoginAttempt(ctx context.Context, key string, start time.Time, forget bool) error
+	DeleteEndedLoginWindows(ctx context.Context, t time.Time) error
+}
+
+// ObjectStorage is what the API needs of object storage: the configured
+// storages by name and the buckets orgs bring. *s3.Registry implements
+// it. The buckets are the concrete *s3.Bucket on purpose: package s3 is
+// already trawler's own thin layer over the S3 client (keys checked,
+// errors sorted into s3.ErrNotFound, ErrUnavailable and ErrInvalidKey),
+// with one implementation, which tests run against the sandbox's S3
+// server; an interface here would repeat it method for method.
+type ObjectStorage interface {
+	Named(name string) (*s3.Bucket, error)
+	Custom(cfg s3.Config) (*s3.Bucket, error)
 }
 
 // Mailer sends one plain-text e-mail; email.Sender implements it.
@@ -65,72 +160,6 @@ type Webhooks interface {
 	CollectionChanged(ctx context.Context, oid uuid.UUID, event string, coll uuid.UUID, itemIDs []string) error
 	// Kick makes the deliverer look for due notifications now.
 	Kick()
-}
-
-// OrgStore reads and writes organisations, their members and quotas.
-type OrgStore interface {
-	CreateOrg(ctx context.Context, o *store.Org) error
-	GetOrg(ctx context.Context, id uuid.UUID) (*store.Org, error)
-	EnsureDefaultOrg(ctx context.Context, name string) (*store.Org, error)
-	ListOrgs(ctx context.Context, f store.OrgFilter) ([]store.Org, int64, error)
-	RenameOrg(ctx context.Context, id uuid.UUID, name string) error
-	SetOrgUserRole(ctx context.Context, id, uid uuid.UUID, role store.Role) error
-	ChangeOrgMember(ctx context.Context, id, uid uuid.UUID, role *store.Role) error
-	SetOrgQuotas(ctx context.Context, id uuid.UUID, q store.OrgQuotas) error
-	SetOrgWebhooks(ctx context.Context, id uuid.UUID, urls map[string]string, origin string) error
-	GetDefaultOrg(ctx context.Context) (*store.Org, error)
-	SetOrgStorage(ctx context.Context, id uuid.UUID, st store.Storage) error
-}
-
-// Store is every store capability the API uses.
-type Store interface {
-	UserStore
-	InviteStore
-	NotificationStore
-	OrgStore
-	CrawlConfigStore
-	CrawlStore
-	CollectionStore
-	ProfileStore
-	CrawlFeedStore
-	LoginThrottle
-}
-
-// ProfileStore reads and writes browser profiles.
-type ProfileStore interface {
-	SaveProfile(ctx context.Context, p *store.Profile, replace bool) error
-	GetProfile(ctx context.Context, oid, id uuid.UUID) (*store.Profile, error)
-	ListProfiles(ctx context.Context, oid uuid.UUID, userID *uuid.UUID, p store.Paging) ([]store.Profile, int64, error)
-	UpdateProfileMetadata(ctx context.Context, oid, id uuid.UUID, name string, description *string) error
-	DeleteProfile(ctx context.Context, oid, id uuid.UUID) error
-	ProfileWorkflows(ctx context.Context, oid, id uuid.UUID) ([]store.WorkflowRef, error)
-	ProfileNames(ctx context.Context, oid uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error)
-}
-
-// CollectionStore reads and writes collections and their membership.
-type CollectionStore interface {
-	CreateCollection(ctx context.Context, c *store.Collection, itemIDs ...string) error
-	GetCollection(ctx context.Context, oid, id uuid.UUID) (*store.Collection, error)
-	ListCollections(ctx context.Context, oid uuid.UUID, f store.CollectionFilter) ([]store.Collection, int64, error)
-	ListAllCollections(ctx context.Context, oid uuid.UUID) ([]store.Collection, error)
-	CollectionNames(ctx context.Context, oid uuid.UUID) ([]string, error)
-	CollectionRefs(ctx context.Context, oid uuid.UUID, ids []uuid.UUID) ([]store.Collection, error)
-	CheckCollections(ctx context.Context, oid uuid.UUID, ids []uuid.UUID) error
-	CollectionItems(ctx context.Context, oid, id uuid.UUID) ([]store.Crawl, error)
-	UpdateCollection(ctx context.Context, oid, id uuid.UUID, upd store.CollectionUpdate) error
-	DeleteCollection(ctx context.Context, oid, id uuid.UUID) error
-	AddToCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) (*store.Collection, error)
-	RemoveFromCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) (*store.Collection, error)
-	ChangeItemCollections(ctx context.Context, oid uuid.UUID, item string, added, removed []uuid.UUID, now time.Time) error
-}
-
-// CrawlFeedStore is what crawl event streams read.
-type CrawlFeedStore interface {
-	// GetCrawlProgress reads the fields of a crawl that change as it runs.
-	GetCrawlProgress(ctx context.Context, id string) (*store.Crawl, error)
-	// WatchCrawl signals changes of a crawl, or fails with
-	// store.ErrNoChangeStreams where the server cannot (then we poll).
-	WatchCrawl(ctx context.Context, id string) (<-chan struct{}, error)
 }
 
 // CrawlLauncher starts and controls crawls on Kubernetes by creating and
@@ -168,41 +197,4 @@ type BrowserLauncher interface {
 	// PingProfileBrowser moves the browser's expiry to k8s.ProfileBrowserTTL from now.
 	PingProfileBrowser(ctx context.Context, browserID string) error
 	DeleteProfileBrowser(ctx context.Context, browserID string) error
-}
-
-// CrawlConfigStore reads and writes workflows and their revisions.
-type CrawlConfigStore interface {
-	CreateCrawlConfig(ctx context.Context, c *store.CrawlConfig) error
-	GetCrawlConfig(ctx context.Context, oid, cid uuid.UUID) (*store.CrawlConfig, error)
-	CrawlConfigSeeds(ctx context.Context, cids []uuid.UUID) (map[uuid.UUID][]store.Seed, error)
-	ListCrawlConfigs(ctx context.Context, oid uuid.UUID, f store.CrawlConfigFilter) ([]store.CrawlConfig, int64, error)
-	UpdateCrawlConfig(ctx context.Context, oid, cid uuid.UUID, upd store.CrawlConfigUpdate, rev *store.ConfigRevision) (*store.CrawlConfig, error)
-	DeactivateCrawlConfig(ctx context.Context, oid, cid uuid.UUID) error
-	DeleteCrawlConfig(ctx context.Context, oid, cid uuid.UUID) error
-	ListScheduledCrawlConfigs(ctx context.Context) ([]store.CrawlConfig, error)
-	CrawlConfigTags(ctx context.Context, oid uuid.UUID) ([]string, error)
-	CrawlConfigSearchValues(ctx context.Context, oid uuid.UUID) (*store.SearchValues, error)
-	ListRevisions(ctx context.Context, cid uuid.UUID, p store.Paging) ([]store.ConfigRevision, int64, error)
-}
-
-// CrawlStore reads and writes crawl documents. The operator owns state
-// changes after starting; the API only cancels crawls whose CrawlJob is
-// gone.
-type CrawlStore interface {
-	AddCrawl(ctx context.Context, c *store.Crawl) error
-	SaveUpload(ctx context.Context, u *store.Upload, replace bool) (*store.Crawl, error)
-	GetCrawl(ctx context.Context, oid uuid.UUID, id string) (*store.Crawl, error)
-	GetCrawlByID(ctx context.Context, id string) (*store.Crawl, error)
-	ListCrawls(ctx context.Context, oid uuid.UUID, f store.CrawlFilter) ([]store.Crawl, int64, error)
-	ActiveCrawls(ctx context.Context, oid, cid uuid.UUID) ([]store.Crawl, error)
-	UpdateCrawl(ctx context.Context, oid uuid.UUID, id string, upd store.CrawlUpdate) error
-	SetCrawlStopping(ctx context.Context, oid uuid.UUID, id string, stopping bool) error
-	SetCrawlScale(ctx context.Context, oid uuid.UUID, id string, scale int) error
-	SetCrawlConfig(ctx context.Context, oid uuid.UUID, id string, cfg store.RawCrawlConfig) error
-	SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra store.CrawlStateExtra) (bool, *store.Crawl, error)
-	DeleteCrawls(ctx context.Context, oid uuid.UUID, ids []string) (*store.DeleteResult, error)
-	CrawlSearchValues(ctx context.Context, oid uuid.UUID, types []string) (*store.SearchValues, error)
-	ListCrawlErrors(ctx context.Context, crawlID string, p store.Paging) ([]string, int64, error)
-	RunPostCrawlTasks(ctx context.Context, crawlID string) (*store.Crawl, error)
-	SetCrawlFilePresignedURLs(ctx context.Context, crawlID string, urls map[string]store.PresignedURL) (bool, error)
 }

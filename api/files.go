@@ -12,14 +12,6 @@ import (
 	"github.com/trawlerhq/trawler/store"
 )
 
-// ObjectStorage is what the API needs of object storage: the configured
-// storages by name and the buckets orgs bring. *s3.Registry
-// implements it.
-type ObjectStorage interface {
-	Named(name string) (*s3.Bucket, error)
-	Custom(cfg s3.Config) (*s3.Bucket, error)
-}
-
 // errNoStorage: trawler runs without object storage configured.
 var errNoStorage = errors.New("no object storage configured")
 

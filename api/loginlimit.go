@@ -12,9 +12,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// LoginThrottle keeps the login attempt counters, in fixed windows, where
-// every replica sees them (store.Mongo implements it).
-type LoginThrottle interface {
+// loginThrottle keeps the login attempt counters, in fixed windows, where
+// every replica sees them: the part of the Store the limiter uses.
+type loginThrottle interface {
 	AddLoginAttempt(ctx context.Context, keys []string, start, end time.Time) ([]int64, error)
 	ReleaseLoginAttempt(ctx context.Context, key string, start time.Time, forget bool) error
 	DeleteEndedLoginWindows(ctx context.Context, t time.Time) error
@@ -26,7 +26,7 @@ type LoginThrottle interface {
 // the limit, and a successful one is taken back: it clears its account's
 // count and does not count against its address.
 type loginLimiter struct {
-	store      LoginThrottle
+	store      loginThrottle
 	clock      clock.PassiveClock
 	window     time.Duration
 	perAccount int64
