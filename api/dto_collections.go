@@ -38,9 +38,9 @@ func toStoreCollection(in *collectionIn, oid uuid.UUID, now time.Time) *store.Co
 // collectionUpdateIn is PATCH /collections/{id}. Unlike upstream, a name
 // must stay a non-empty string and isPublic a boolean.
 type collectionUpdateIn struct {
-	Name        Opt[string] `json:"name"`
-	Description Opt[string] `json:"description"`
-	IsPublic    Opt[bool]   `json:"isPublic"`
+	Name        opt[string] `json:"name"`
+	Description opt[string] `json:"description"`
+	IsPublic    opt[bool]   `json:"isPublic"`
 }
 
 func (in *collectionUpdateIn) validate() error {

@@ -36,16 +36,16 @@ func fmtTimePtr(t *time.Time) *string {
 	return &s
 }
 
-// Opt is a request field whose absence, explicit null and value differ:
+// opt is a request field whose absence, explicit null and value differ:
 // PATCH bodies write explicit nulls but leave absent fields alone.
-type Opt[T any] struct {
+type opt[T any] struct {
 	Set   bool // the key was in the body
 	Null  bool // its value was null
 	Value T
 }
 
 // UnmarshalJSON is only called when the key is present.
-func (o *Opt[T]) UnmarshalJSON(data []byte) error {
+func (o *opt[T]) UnmarshalJSON(data []byte) error {
 	o.Set = true
 	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
 		o.Null = true
@@ -55,7 +55,7 @@ func (o *Opt[T]) UnmarshalJSON(data []byte) error {
 }
 
 // ptr returns the value as a pointer (nil when absent or null).
-func (o Opt[T]) ptr() *T {
+func (o opt[T]) ptr() *T {
 	if !o.given() {
 		return nil
 	}
@@ -64,7 +64,7 @@ func (o Opt[T]) ptr() *T {
 }
 
 // given reports a present, non-null value.
-func (o Opt[T]) given() bool { return o.Set && !o.Null }
+func (o opt[T]) given() bool { return o.Set && !o.Null }
 
 // decodeJSON reads the body into dst, turning malformed JSON and type
 // mismatches into 422s with the offending field's path.

@@ -174,17 +174,17 @@ func toStoreCrawlConfig(in *crawlConfigIn, oid, by uuid.UUID, now time.Time) *st
 // crawlConfigUpdateIn is the body of PATCH /crawlconfigs/{cid}. Every
 // field may be absent; an explicit null is written (as upstream does).
 type crawlConfigUpdateIn struct {
-	Name                  Opt[string]      `json:"name"`
-	Description           Opt[string]      `json:"description"`
-	Tags                  Opt[[]string]    `json:"tags"`
-	AutoAddCollections    Opt[[]string]    `json:"autoAddCollections"`
-	Schedule              Opt[string]      `json:"schedule"`
-	ProfileID             Opt[string]      `json:"profileid"`
-	CrawlTimeout          Opt[int64]       `json:"crawlTimeout"`
-	MaxCrawlSize          Opt[int64]       `json:"maxCrawlSize"`
-	Scale                 Opt[int]         `json:"scale"`
-	CrawlFilenameTemplate Opt[string]      `json:"crawlFilenameTemplate"`
-	Config                Opt[rawConfigIn] `json:"config"`
+	Name                  opt[string]      `json:"name"`
+	Description           opt[string]      `json:"description"`
+	Tags                  opt[[]string]    `json:"tags"`
+	AutoAddCollections    opt[[]string]    `json:"autoAddCollections"`
+	Schedule              opt[string]      `json:"schedule"`
+	ProfileID             opt[string]      `json:"profileid"`
+	CrawlTimeout          opt[int64]       `json:"crawlTimeout"`
+	MaxCrawlSize          opt[int64]       `json:"maxCrawlSize"`
+	Scale                 opt[int]         `json:"scale"`
+	CrawlFilenameTemplate opt[string]      `json:"crawlFilenameTemplate"`
+	Config                opt[rawConfigIn] `json:"config"`
 }
 
 func (in *crawlConfigUpdateIn) validate(maxScale int) error {

@@ -144,10 +144,10 @@ func distinctIDs(cs []store.Crawl, key func(*store.Crawl) uuid.UUID) []uuid.UUID
 
 // crawlUpdateIn is PATCH /crawls/{id}: user-editable metadata.
 type crawlUpdateIn struct {
-	Name          Opt[string]   `json:"name"`
-	Description   Opt[string]   `json:"description"`
-	Tags          Opt[[]string] `json:"tags"`
-	CollectionIDs Opt[[]string] `json:"collectionIds"`
+	Name          opt[string]   `json:"name"`
+	Description   opt[string]   `json:"description"`
+	Tags          opt[[]string] `json:"tags"`
+	CollectionIDs opt[[]string] `json:"collectionIds"`
 }
 
 func (in *crawlUpdateIn) validate() error {

@@ -148,7 +148,7 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 			map[string]any{"type": "string"}, map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}}
 	case t == sitemapType:
 		return map[string]any{"oneOf": []any{map[string]any{"type": "boolean"}, map[string]any{"type": "string"}}}
-	case t.Kind() == reflect.Struct && strings.HasPrefix(t.Name(), "Opt["):
+	case t.Kind() == reflect.Struct && strings.HasPrefix(t.Name(), "opt["):
 		f, _ := t.FieldByName("Value")
 		return nullable(g.schema(f.Type))
 	}
