@@ -5,8 +5,15 @@
 //
 // Paths, JSON field names, nulls, status codes and detail strings follow the
 // Browsertrix API of ad9bca2 (shared/spec/upstream-behaviour.md §5), with the
-// upstream bugs of §8 fixed. The package imports only store and k8s; it
-// reaches them through the small interfaces in deps.go.
+// upstream bugs of §8 fixed.
+//
+// Of trawler it imports store (the database's types and error
+// vocabulary), k8s (CrawlJob and ProfileJob types, launch requests and
+// naming rules), s3 (object storage), crawlredis (a running crawl's
+// Redis) and jsregex (the crawler's regex rules). It reads running
+// crawls' Redis and calls profile browser pods itself; the store, the
+// launchers, object storage, the mailer and the webhook notifier it takes
+// through the interfaces in deps.go, which main fills.
 package api
 
 import (
