@@ -3,13 +3,11 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
@@ -29,7 +27,7 @@ var WebhookEvents = []string{EventCrawlStarted, EventCrawlFinished, EventUploadF
 
 // Notification is one webhook event for an org and the record of its
 // delivery. The collection is also the outbox the deliverer works from:
-// a notification whose NextAttempt is set has a delivery pending, which
+// a notification whose NextAttempt is set has an attempt pending, which
 // survives a restart of the process.
 type Notification struct {
 	ID    uuid.UUID
@@ -42,11 +40,15 @@ type Notification struct {
 	Created       time.Time
 	LastAttempted *time.Time
 
-	// NextAttempt is when the pending delivery is due; nil when none is.
+	// NextAttempt is when the next attempt is due (the next automatic
+	// retry, or at once when a retry was asked for); nil when none is.
 	NextAttempt *time.Time
-	// SendAttempts counts the attempts of the current send (a send is the
-	// first delivery or a manual retry, each with its own retries).
-	SendAttempts int
+	// AutoAttempts counts the attempts the deliverer made on its own (the
+	// first delivery and its retries); its backoff and giving up go by it.
+	AutoAttempts int
+	// RetriesRequested counts the manual retries asked for and not made
+	// yet; each is one attempt.
+	RetriesRequested int
 }
 
 // notificationDoc is the stored form: the body is a subdocument, as
@@ -61,7 +63,14 @@ type notificationDoc struct {
 	Created       time.Time  `bson:"created"`
 	LastAttempted *time.Time `bson:"lastAttempted"`
 	NextAttempt   *time.Time `bson:"nextAttempt,omitempty"`
-	SendAttempts  int        `bson:"sendAttempts"`
+	AutoAttempts  int        `bson:"autoAttempts"`
+	// RetriesRequested counts up as the API asks and down as attempts are
+	// made, so that every request is one attempt, however they interleave.
+	RetriesRequested int `bson:"retriesRequested"`
+	// LeaseUntil and LeaseID are set while one deliverer holds the
+	// notification (see ClaimNotification).
+	LeaseUntil *time.Time `bson:"leaseUntil,omitempty"`
+	LeaseID    *uuid.UUID `bson:"leaseId,omitempty"`
 }
 
 func (d *notificationDoc) notification() (*Notification, error) {
@@ -71,7 +80,7 @@ func (d *notificationDoc) notification() (*Notification, error) {
 	}
 	return &Notification{ID: d.ID, Event: d.Event, OID: d.OID, Body: body, Success: d.Success,
 		Attempts: d.Attempts, Created: d.Created, LastAttempted: d.LastAttempted,
-		NextAttempt: d.NextAttempt, SendAttempts: d.SendAttempts}, nil
+		NextAttempt: d.NextAttempt, AutoAttempts: d.AutoAttempts, RetriesRequested: d.RetriesRequested}, nil
 }
 
 var errNotificationNotFound = NotFound("notification_not_found")
@@ -96,7 +105,7 @@ func (m *Mongo) AddNotification(ctx context.Context, n *Notification) (bool, err
 		}
 		return false, fmt.Errorf("inserting notification: %w", err)
 	}
-	n.NextAttempt, n.Success, n.Attempts, n.LastAttempted, n.SendAttempts = &due, false, 0, nil, 0
+	n.NextAttempt, n.Success, n.Attempts, n.LastAttempted, n.AutoAttempts, n.RetriesRequested = &due, false, 0, nil, 0, 0
 	return true, nil
 }
 
@@ -131,87 +140,4 @@ func (m *Mongo) GetNotification(ctx context.Context, oid, id uuid.UUID) (*Notifi
 		return nil, notFoundOr(err, errNotificationNotFound, "finding notification")
 	}
 	return d.notification()
-}
-
-// RetryNotification starts a new send of the org's notification id, due
-// at at, whatever became of the earlier ones.
-//
-// Errors: NotFound("notification_not_found").
-func (m *Mongo) RetryNotification(ctx context.Context, oid, id uuid.UUID, at time.Time) error {
-	res, err := m.coll(collWebhooks).UpdateOne(ctx, bson.M{"_id": id, "oid": oid},
-		bson.M{"$set": bson.M{"nextAttempt": at, "sendAttempts": 0}})
-	if err != nil {
-		return fmt.Errorf("scheduling notification: %w", err)
-	}
-	if res.MatchedCount == 0 {
-		return errNotificationNotFound
-	}
-	return nil
-}
-
-// ClaimNotification picks the notification whose delivery is most overdue
-// at now and moves its NextAttempt to now+lease, so that no other
-// deliverer takes it meanwhile; if this one dies, the lease runs out and
-// the delivery is taken up again. It returns nil when none is due.
-//
-// Errors: none of the store kinds.
-func (m *Mongo) ClaimNotification(ctx context.Context, now time.Time, lease time.Duration) (*Notification, error) {
-	var d notificationDoc
-	err := m.coll(collWebhooks).FindOneAndUpdate(ctx, bson.M{"nextAttempt": bson.M{"$lte": now}},
-		bson.M{"$set": bson.M{"nextAttempt": now.Add(lease)}},
-		options.FindOneAndUpdate().SetSort(bson.D{{Key: "nextAttempt", Value: 1}}).
-			SetReturnDocument(options.After)).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("claiming notification: %w", err)
-	}
-	return d.notification()
-}
-
-// DeliveryAttempt is the outcome of one POST of a notification.
-type DeliveryAttempt struct {
-	At      time.Time
-	Success bool
-	// Next is when to try again; nil ends the send.
-	Next *time.Time
-}
-
-// RecordNotificationAttempt counts one attempt of notification id, as
-// upstream records it (attempts+1, lastAttempted; success set only by a
-// successful attempt), and schedules the next one or ends the send.
-//
-// Errors: NotFound("notification_not_found").
-func (m *Mongo) RecordNotificationAttempt(ctx context.Context, id uuid.UUID, a DeliveryAttempt) error {
-	set := bson.M{"lastAttempted": a.At}
-	if a.Success {
-		set["success"] = true
-	}
-	update := bson.M{"$set": set, "$inc": bson.M{"attempts": 1, "sendAttempts": 1}}
-	if a.Next != nil {
-		set["nextAttempt"] = *a.Next
-	} else {
-		update["$unset"] = bson.M{"nextAttempt": ""}
-	}
-	return m.updateNotification(ctx, id, update)
-}
-
-// EndNotificationSend drops the pending delivery of notification id
-// without counting an attempt (its org no longer has a URL for it).
-//
-// Errors: NotFound("notification_not_found").
-func (m *Mongo) EndNotificationSend(ctx context.Context, id uuid.UUID) error {
-	return m.updateNotification(ctx, id, bson.M{"$unset": bson.M{"nextAttempt": ""}})
-}
-
-func (m *Mongo) updateNotification(ctx context.Context, id uuid.UUID, update bson.M) error {
-	res, err := m.coll(collWebhooks).UpdateOne(ctx, bson.M{"_id": id}, update)
-	if err != nil {
-		return fmt.Errorf("updating notification: %w", err)
-	}
-	if res.MatchedCount == 0 {
-		return errNotificationNotFound
-	}
-	return nil
 }

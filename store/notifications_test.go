@@ -28,36 +28,85 @@ func TestNotificationOutbox(t *testing.T) {
 	if added, err := m.AddNotification(ctx, n); err != nil || added {
 		t.Fatalf("adding the same id again: %v, %v; want false, nil", added, err)
 	}
-	got, err := m.ClaimNotification(ctx, t0, time.Minute)
-	if err != nil || got == nil || got.ID != n.ID || string(got.Body) != body {
-		t.Fatalf("claim: %+v, %v", got, err)
+	stale, err := m.ClaimNotification(ctx, t0, time.Minute)
+	if err != nil || stale == nil || stale.ID != n.ID || string(stale.Body) != body {
+		t.Fatalf("claim: %+v, %v", stale, err)
 	}
 	if again, err := m.ClaimNotification(ctx, t0.Add(30*time.Second), time.Minute); err != nil || again != nil {
 		t.Fatalf("claimed twice within the lease: %+v, %v", again, err)
 	}
-	if again, err := m.ClaimNotification(ctx, t0.Add(61*time.Second), time.Minute); err != nil || again == nil {
-		t.Fatalf("lease ran out but not claimable: %+v, %v", again, err)
+	claim, err := m.ClaimNotification(ctx, t0.Add(61*time.Second), time.Minute)
+	if err != nil || claim == nil || claim.Lease == stale.Lease {
+		t.Fatalf("lease ran out but not claimable: %+v, %v", claim, err)
+	}
+	// The first holder's attempt, recorded after the takeover, counts but
+	// schedules nothing.
+	if err := m.RecordNotificationAttempt(ctx, n.ID, stale.Lease, store.DeliveryAttempt{At: t0}); !errors.Is(err, store.ErrNotificationLeaseLost) {
+		t.Fatalf("recording under a lost lease: %v", err)
 	}
 	next := t0.Add(2 * time.Minute)
-	if err := m.RecordNotificationAttempt(ctx, n.ID, store.DeliveryAttempt{At: t0, Next: &next}); err != nil {
+	if err := m.RecordNotificationAttempt(ctx, n.ID, claim.Lease, store.DeliveryAttempt{At: t0, Next: &next}); err != nil {
 		t.Fatal(err)
 	}
-	got, err = m.GetNotification(ctx, oid, n.ID)
-	if err != nil || got.Attempts != 1 || got.SendAttempts != 1 || got.Success || got.LastAttempted == nil ||
+	got, err := m.GetNotification(ctx, oid, n.ID)
+	if err != nil || got.Attempts != 2 || got.AutoAttempts != 1 || got.Success || got.LastAttempted == nil ||
 		!got.LastAttempted.Equal(t0) || got.NextAttempt == nil || !got.NextAttempt.Equal(next) {
 		t.Fatalf("after a failed attempt: %+v, %v", got, err)
 	}
-	if err := m.RecordNotificationAttempt(ctx, n.ID, store.DeliveryAttempt{At: next, Success: true}); err != nil {
+	if c, err := m.ClaimNotification(ctx, next.Add(-time.Millisecond), time.Minute); err != nil || c != nil {
+		t.Fatalf("claimed before its retry is due: %+v, %v", c, err)
+	}
+
+	// A manual retry is due at once, and one attempt.
+	if err := m.RetryNotification(ctx, oid, n.ID, t0); err != nil {
 		t.Fatal(err)
+	}
+	claim, err = m.ClaimNotification(ctx, t0, time.Minute)
+	if err != nil || claim == nil || claim.RetriesRequested != 1 {
+		t.Fatalf("claiming the manual retry: %+v, %v", claim, err)
+	}
+	// Asked for again while the first is in flight: due once that ends.
+	if err := m.RetryNotification(ctx, oid, n.ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := m.ClaimNotification(ctx, t0, time.Minute); c != nil {
+		t.Fatalf("claimed while held: %+v", c)
+	}
+	if err := m.RecordNotificationAttempt(ctx, n.ID, claim.Lease, store.DeliveryAttempt{At: t0, Success: true, Manual: true}); err != nil {
+		t.Fatal(err)
+	}
+	claim, err = m.ClaimNotification(ctx, t0, time.Minute)
+	if err != nil || claim == nil || claim.RetriesRequested != 1 || !claim.Success || claim.Attempts != 3 || claim.AutoAttempts != 1 {
+		t.Fatalf("claiming the second manual retry: %+v, %v", claim, err)
+	}
+	if err := m.RecordNotificationAttempt(ctx, n.ID, claim.Lease, store.DeliveryAttempt{At: t0, Manual: true}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = m.GetNotification(ctx, oid, n.ID)
+	if err != nil || got.Attempts != 4 || !got.Success || got.NextAttempt != nil || got.RetriesRequested != 0 {
+		t.Fatalf("after both manual retries: %+v, %v", got, err)
 	}
 	if c, _ := m.ClaimNotification(ctx, next.Add(time.Hour), time.Minute); c != nil {
 		t.Fatalf("delivered notification claimed: %+v", c)
 	}
-	if err := m.RetryNotification(ctx, oid, n.ID, next); err != nil {
+
+	// Without a URL every pending attempt is dropped.
+	if err := m.RetryNotification(ctx, oid, n.ID, t0); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := m.ClaimNotification(ctx, next, time.Minute); err != nil || c == nil || c.SendAttempts != 0 || !c.Success || c.Attempts != 2 {
-		t.Fatalf("retried: %+v, %v", c, err)
+	claim, err = m.ClaimNotification(ctx, t0, time.Minute)
+	if err != nil || claim == nil {
+		t.Fatalf("claim: %+v, %v", claim, err)
+	}
+	if err := m.CancelNotificationDelivery(ctx, n.ID, claim.Lease); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.GetNotification(ctx, oid, n.ID); err != nil || got.Attempts != 4 || got.NextAttempt != nil || got.RetriesRequested != 0 {
+		t.Fatalf("after cancelling: %+v, %v", got, err)
+	}
+
+	if err := m.RetryNotification(ctx, uuid.New(), n.ID, t0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("retrying another org's notification: %v", err)
 	}
 	if _, err := m.GetNotification(ctx, uuid.New(), n.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("other org's notification: %v", err)

@@ -17,12 +17,12 @@ const storeTimeout = 10 * time.Second
 
 // Run delivers due notifications until ctx ends, then waits for the
 // deliveries in flight. An attempt cut short by the end of ctx is not
-// recorded: its lease runs out and it is delivered again, here after a
+// recorded: its lease runs out and it is made again, here after a
 // restart or by another replica.
 func (n *Notifier) Run(ctx context.Context) {
 	sem := make(chan struct{}, n.cfg.Workers)
 	defer n.wg.Wait()
-	poll := time.NewTicker(n.cfg.PollInterval)
+	poll := n.clock.NewTicker(n.cfg.PollInterval)
 	defer poll.Stop()
 	for {
 		n.claimDue(ctx, sem)
@@ -30,14 +30,15 @@ func (n *Notifier) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-n.kick:
-		case <-poll.C:
+		case <-poll.C():
 		}
 	}
 }
 
-// lease is how long a claimed delivery is this process's: longer than
-// the attempt may take.
-func (n *Notifier) lease() time.Duration { return n.cfg.Timeout + 5*time.Second }
+// lease is how long a claimed notification is this process's: longer
+// than reading the org and the POST may take together, so that no other
+// replica sends it while this one still may.
+func (n *Notifier) lease() time.Duration { return storeTimeout + n.cfg.Timeout + 5*time.Second }
 
 // claimDue starts a delivery for every due notification, at most Workers
 // at a time.
@@ -49,9 +50,9 @@ func (n *Notifier) claimDue(ctx context.Context, sem chan struct{}) {
 			return
 		}
 		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
-		note, err := n.store.ClaimNotification(sctx, n.now(), n.lease())
+		claim, err := n.store.ClaimNotification(sctx, n.now(), n.lease())
 		cancel()
-		if err != nil || note == nil {
+		if err != nil || claim == nil {
 			<-sem
 			if err != nil && ctx.Err() == nil {
 				n.log.Warn("reading webhook outbox", "err", err)
@@ -60,28 +61,31 @@ func (n *Notifier) claimDue(ctx context.Context, sem chan struct{}) {
 		}
 		n.wg.Go(func() {
 			defer func() { <-sem }()
-			n.deliver(ctx, note)
+			n.deliver(ctx, claim)
 		})
 	}
 }
 
-// deliver makes one attempt of note to its org's current URL for the
-// event (upstream reads the URL at send time too) and records it.
-func (n *Notifier) deliver(ctx context.Context, note *store.Notification) {
+// deliver makes one attempt of the claimed notification to its org's
+// current URL for the event (upstream reads the URL at send time too),
+// schedules the next one if it failed, and records it. A retry asked for
+// through the API is served first, as one attempt of its own.
+func (n *Notifier) deliver(ctx context.Context, claim *store.NotificationClaim) {
+	note := &claim.Notification
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	org, err := n.store.GetOrg(sctx, note.OID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		n.log.Warn("webhook delivery: reading org", "notification", note.ID, "err", err)
-		return // the lease runs out and the delivery is tried again
+		return // the lease runs out and the attempt is made again
 	}
 	url := ""
 	if org != nil {
 		url = org.WebhookURLs[note.Event]
 	}
 	if url == "" {
-		if err := n.store.EndNotificationSend(sctx, note.ID); err != nil {
-			n.log.Warn("webhook delivery: ending send", "notification", note.ID, "err", err)
+		if err := n.store.CancelNotificationDelivery(sctx, note.ID, claim.Lease); err != nil {
+			n.log.Warn("webhook delivery: cancelling", "notification", note.ID, "err", err)
 		}
 		return
 	}
@@ -95,29 +99,40 @@ func (n *Notifier) deliver(ctx context.Context, note *store.Notification) {
 	if n.observer != nil {
 		n.observer.ObserveDelivery(note.Event, err == nil, took)
 	}
-	a := store.DeliveryAttempt{At: n.now(), Success: err == nil}
+	a := store.DeliveryAttempt{At: n.now(), Success: err == nil, Manual: note.RetriesRequested > 0}
+	auto := note.AutoAttempts
+	if !a.Manual {
+		auto++
+	}
 	if err != nil {
 		n.log.Warn("webhook delivery failed", "notification", note.ID, "event", note.Event, "org", note.OID,
-			"attempt", note.SendAttempts+1, "err", err)
-		if note.SendAttempts+1 < n.cfg.MaxAttempts {
-			delay := n.backoff(note.SendAttempts)
+			"attempt", note.Attempts+1, "manual", a.Manual, "err", err)
+		// A notification delivered once is not retried on its own again.
+		if !note.Success && auto < n.cfg.MaxAttempts {
+			delay := n.backoff(auto)
 			next := a.At.Add(delay)
 			a.Next = &next
-			time.AfterFunc(delay, n.Kick)
+			// The poll finds the retry too, but up to PollInterval late.
+			// Armed before the attempt is recorded, so that whoever sees
+			// the record and moves the clock finds it armed.
+			n.clock.AfterFunc(delay, n.Kick)
 		}
 	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer rcancel()
-	if err := n.store.RecordNotificationAttempt(rctx, note.ID, a); err != nil {
+	if err := n.store.RecordNotificationAttempt(rctx, note.ID, claim.Lease, a); err != nil {
 		n.log.Warn("webhook delivery: recording attempt", "notification", note.ID, "err", err)
 	}
 }
 
-// backoff is the wait after the failed attempt number i (0-based) of a
-// send: RetryDelay doubling, capped at MaxRetryDelay.
-func (n *Notifier) backoff(i int) time.Duration {
+// backoff is the wait after a failed attempt, when the deliverer has
+// made auto attempts of its own: RetryDelay after the first, doubling
+// after each further one, capped at MaxRetryDelay. A failed manual retry
+// also leaves the next automatic one this far away, at least RetryDelay
+// (auto is 0 when it came before the first delivery).
+func (n *Notifier) backoff(auto int) time.Duration {
 	d := n.cfg.RetryDelay
-	for ; i > 0 && d < n.cfg.MaxRetryDelay; i-- {
+	for i := 1; i < auto && d < n.cfg.MaxRetryDelay; i++ {
 		d *= 2
 	}
 	return min(d, n.cfg.MaxRetryDelay)

@@ -1,7 +1,6 @@
 package webhook_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -22,12 +21,13 @@ func TestDeliveryMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newReceiver(t, 500)
-	st, org, n := setup(t, testConfig(func(c *webhook.Config) { c.RetryDelay, c.PollInterval = 50*time.Millisecond, time.Hour }), r,
-		func(d *webhook.Deps) { d.Observer = observer })
-	if err := n.CrawlFinished(context.Background(), &store.Crawl{ID: "metered", OID: org.ID, State: store.StateComplete}); err != nil {
-		t.Fatal(err)
-	}
-	waitNotification(t, st, org.ID, "success after a retry", func(n store.Notification) bool { return n.Success })
+	h := newHarness(t, r)
+	h.deps.Observer = observer
+	n, _, _ := h.start(testConfig(func(*webhook.Config) {}))
+	h.finished(n, "metered")
+	h.wait("first attempt", attempts(1))
+	h.clock.Step(time.Minute)
+	h.wait("success after a retry", func(n store.Notification) bool { return n.Success })
 	want := `
 # HELP trawler_webhook_deliveries_total Webhook delivery attempts by event and outcome (success: the receiver answered below 400).
 # TYPE trawler_webhook_deliveries_total counter

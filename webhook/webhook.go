@@ -1,11 +1,15 @@
 // Package webhook sends an org's event webhooks: it turns events (a crawl
 // started or finished, ...) into notifications with upstream's exact JSON
-// bodies, stores them, and delivers them in the background with retries
-// and backoff. The notifications collection is the outbox: a delivery
-// that was pending when the process stopped is taken up again after a
-// restart (at least once), and several replicas share the work through
-// leases. Neither a slow nor a failing receiver ever delays the caller
-// that reported the event.
+// bodies, stores them, and delivers them in the background. A failed
+// delivery is retried on a schedule that suits receivers that are down
+// for minutes or hours: the first retry RetryDelay later, then at
+// doubling intervals up to MaxRetryDelay, MaxAttempts attempts in all; a
+// retry asked for through the API is one attempt, made at once. The
+// notifications collection is the outbox: an attempt that was pending
+// when the process stopped is taken up again after a restart (at least
+// once), and several replicas share the work through leases. Neither a
+// slow nor a failing receiver ever delays the caller that reported the
+// event.
 //
 // It imports only store; the API and the operator declare the small
 // interfaces they use and main wires one Notifier into both.
@@ -29,8 +33,9 @@ import (
 // Config are the delivery settings; main fills them from the settings
 // table, and New refuses a Config that lacks one.
 type Config struct {
-	// MaxAttempts is how many times one send is tried before it is given
-	// up; a manual retry starts a new send.
+	// MaxAttempts is how many attempts the deliverer makes of a
+	// notification on its own (the first delivery and its retries);
+	// retries asked for through the API come on top.
 	MaxAttempts int
 	// RetryDelay is the wait after the first failed attempt; it doubles
 	// after each further failure, up to MaxRetryDelay.
@@ -57,9 +62,9 @@ func (c Config) validate() error {
 type Store interface {
 	GetOrg(ctx context.Context, id uuid.UUID) (*store.Org, error)
 	AddNotification(ctx context.Context, n *store.Notification) (bool, error)
-	ClaimNotification(ctx context.Context, now time.Time, lease time.Duration) (*store.Notification, error)
-	RecordNotificationAttempt(ctx context.Context, id uuid.UUID, a store.DeliveryAttempt) error
-	EndNotificationSend(ctx context.Context, id uuid.UUID) error
+	ClaimNotification(ctx context.Context, now time.Time, lease time.Duration) (*store.NotificationClaim, error)
+	RecordNotificationAttempt(ctx context.Context, id, lease uuid.UUID, a store.DeliveryAttempt) error
+	CancelNotificationDelivery(ctx context.Context, id, lease uuid.UUID) error
 }
 
 var _ Store = (*store.Mongo)(nil)
@@ -83,9 +88,9 @@ type Deps struct {
 	Client *http.Client
 	// Observer, when set, is told of every attempt.
 	Observer Observer
-	// Clock is the time notifications are stamped with (default: real
-	// time); delays are real time.
-	Clock clock.PassiveClock
+	// Clock stamps notifications and attempts and times retries and polls
+	// (default: real time); timeouts are real time.
+	Clock clock.WithTickerAndDelayedExecution
 	// Log receives delivery failures (default: slog.Default()).
 	Log *slog.Logger
 }
@@ -98,7 +103,7 @@ type Notifier struct {
 	resources ResourceURLs
 	client    *http.Client
 	observer  Observer
-	clock     clock.PassiveClock
+	clock     clock.WithTickerAndDelayedExecution
 	log       *slog.Logger
 
 	kick chan struct{}

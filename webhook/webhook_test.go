@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"k8s.io/utils/clock"
+	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
@@ -21,22 +23,24 @@ import (
 
 func TestMain(m *testing.M) { mongotest.Main(m, mongotest.Options{}) }
 
-// testConfig is the settings table's webhook configuration with adjust
-// applied.
+// testConfig is a webhook configuration with the settings table's retry
+// schedule (first retry after a minute, doubling up to 8 h, 12
+// attempts) and adjust applied.
 func testConfig(adjust func(*webhook.Config)) webhook.Config {
-	c := webhook.Config{MaxAttempts: 5, RetryDelay: 10 * time.Second, MaxRetryDelay: 10 * time.Minute,
+	c := webhook.Config{MaxAttempts: 12, RetryDelay: time.Minute, MaxRetryDelay: 8 * time.Hour,
 		Timeout: 15 * time.Second, PollInterval: 10 * time.Second, Workers: 8}
 	adjust(&c)
 	return c
 }
 
 // receiver is a webhook endpoint that answers the statuses it is given in
-// turn (200 once they run out) and records what it got.
+// turn (200 once they run out; 503 to everything while it is down) and
+// records what it got.
 type receiver struct {
 	mu       sync.Mutex
 	statuses []int
+	down     bool
 	bodies   []string
-	times    []time.Time
 	srv      *httptest.Server
 }
 
@@ -46,9 +50,11 @@ func newReceiver(t *testing.T, statuses ...int) *receiver {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
 		r.bodies = append(r.bodies, req.Header.Get("Content-Type")+" "+string(body))
-		r.times = append(r.times, time.Now())
 		status := http.StatusOK
-		if len(r.statuses) > 0 {
+		switch {
+		case r.down:
+			status = http.StatusServiceUnavailable
+		case len(r.statuses) > 0:
 			status, r.statuses = r.statuses[0], r.statuses[1:]
 		}
 		r.mu.Unlock()
@@ -58,15 +64,73 @@ func newReceiver(t *testing.T, statuses ...int) *receiver {
 	return r
 }
 
-func (r *receiver) got() ([]string, []time.Time) {
+func (r *receiver) got() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]string{}, r.bodies...), append([]time.Time{}, r.times...)
+	return append([]string{}, r.bodies...)
 }
 
-// setup is a store with an org whose crawlFinished URL is the receiver,
-// and a running Notifier with adjust applied to its Deps.
-func setup(t *testing.T, cfg webhook.Config, r *receiver, adjust ...func(*webhook.Deps)) (*store.Mongo, *store.Org, *webhook.Notifier) {
+func (r *receiver) setDown(down bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.down = down
+}
+
+// watchedStore is the store as a Notifier sees it, telling the test of
+// every look into the outbox: to show that nothing is sent at a given
+// time, a test waits for a look made at that time which found nothing
+// more, then counts the claims.
+type watchedStore struct {
+	*store.Mongo
+	mu     sync.Mutex
+	claims int
+	empty  []time.Time // the times of the looks that found nothing due
+}
+
+func (w *watchedStore) ClaimNotification(ctx context.Context, now time.Time, lease time.Duration) (*store.NotificationClaim, error) {
+	c, err := w.Mongo.ClaimNotification(ctx, now, lease)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c != nil {
+		w.claims++
+	} else if err == nil {
+		w.empty = append(w.empty, now)
+	}
+	return c, err
+}
+
+// claimed waits for a look at at or later that found nothing due, and
+// returns how many notifications were claimed until then.
+func (w *watchedStore) claimed(t *testing.T, n *webhook.Notifier, at time.Time) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		w.mu.Lock()
+		looked := slices.ContainsFunc(w.empty, func(e time.Time) bool { return !e.Before(at) })
+		claims := w.claims
+		w.mu.Unlock()
+		if looked {
+			return claims
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no look into the outbox at %v", at)
+		}
+		n.Kick()
+		time.Sleep(20 * time.Millisecond) // polling, with a deadline
+	}
+}
+
+// harness is a store with an org whose crawlFinished URL is the
+// receiver, and a fake clock the Notifiers it starts run on.
+type harness struct {
+	t     *testing.T
+	st    *store.Mongo
+	org   *store.Org
+	clock *testclock.FakeClock
+	deps  webhook.Deps
+}
+
+func newHarness(t *testing.T, r *receiver) *harness {
 	t.Helper()
 	ctx := context.Background()
 	st := mongotest.Open(t).Mongo
@@ -78,70 +142,152 @@ func setup(t *testing.T, cfg webhook.Config, r *receiver, adjust ...func(*webhoo
 	if err := st.SetOrgWebhooks(ctx, org.ID, urls, "https://app.example.com"); err != nil {
 		t.Fatal(err)
 	}
-	deps := webhook.Deps{Store: st, Resources: func(_ context.Context, c *store.Crawl) ([]string, error) {
+	clk := testclock.NewFakeClock(time.Now().UTC().Truncate(time.Millisecond))
+	deps := webhook.Deps{Clock: clk, Resources: func(_ context.Context, c *store.Crawl) ([]string, error) {
 		return []string{"/data/" + c.ID + ".wacz", "https://s3.example.com/b/x.wacz?sig=1"}, nil
 	}}
-	for _, a := range adjust {
-		a(&deps)
-	}
-	n, err := webhook.New(cfg, deps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { n.Run(runCtx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return st, org, n
+	return &harness{t: t, st: st, org: org, clock: clk, deps: deps}
 }
 
-// waitNotification polls the org's only notification until cond holds.
-func waitNotification(t *testing.T, st *store.Mongo, oid uuid.UUID, what string, cond func(store.Notification) bool) store.Notification {
+// start runs a Notifier (one replica) until the test ends or stop is
+// called.
+func (h *harness) start(cfg webhook.Config) (n *webhook.Notifier, w *watchedStore, stop func()) {
+	h.t.Helper()
+	w = &watchedStore{Mongo: h.st}
+	deps := h.deps
+	deps.Store = w
+	n, err := webhook.New(cfg, deps)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	h.t.Cleanup(stop)
+	return n, w, stop
+}
+
+// setup is a harness running one Notifier.
+func setup(t *testing.T, cfg webhook.Config, r *receiver) (*harness, *webhook.Notifier, *watchedStore) {
 	t.Helper()
+	h := newHarness(t, r)
+	n, w, _ := h.start(cfg)
+	return h, n, w
+}
+
+// notes returns the org's notifications.
+func (h *harness) notes() []store.Notification {
+	h.t.Helper()
+	notes, _, err := h.st.ListNotifications(context.Background(), h.org.ID, store.Paging{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return notes
+}
+
+// wait polls the org's notifications until cond holds for each.
+func (h *harness) wait(what string, cond func(store.Notification) bool) []store.Notification {
+	h.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		notes, _, err := st.ListNotifications(context.Background(), oid, store.Paging{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(notes) == 1 && cond(notes[0]) {
-			return notes[0]
+		notes := h.notes()
+		if len(notes) > 0 && !slices.ContainsFunc(notes, func(n store.Notification) bool { return !cond(n) }) {
+			return notes
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: notifications %+v", what, notes)
+			h.t.Fatalf("%s: notifications %+v", what, notes)
 		}
 		time.Sleep(20 * time.Millisecond) // polling the store, not synchronising
 	}
 }
 
-// TestRetriesWithBackoff: a receiver that fails three times and then
-// succeeds gets the same body four times, with growing pauses, and the
-// notification records four attempts and success.
-func TestRetriesWithBackoff(t *testing.T) {
-	r := newReceiver(t, 500, 503, 404)
-	st, org, n := setup(t, testConfig(func(c *webhook.Config) { c.RetryDelay, c.PollInterval = 100*time.Millisecond, time.Hour }), r)
-	crawl := &store.Crawl{ID: "crawl-1", OID: org.ID, State: store.StateComplete}
+// finished reports crawl id's end.
+func (h *harness) finished(n *webhook.Notifier, id string) {
+	h.t.Helper()
+	if err := n.CrawlFinished(context.Background(), &store.Crawl{ID: id, OID: h.org.ID, State: store.StateComplete}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func attempts(k int) func(store.Notification) bool {
+	return func(n store.Notification) bool { return n.Attempts == k }
+}
+
+// TestFailedDeliveryReadsOneAttemptForAMinute: after a failed first
+// delivery the notification reads attempts 1, success false, until its
+// retry is due a minute later; then the retry is made at once.
+func TestFailedDeliveryReadsOneAttemptForAMinute(t *testing.T) {
+	r := newReceiver(t, 503)
+	h, n, w := setup(t, testConfig(func(*webhook.Config) {}), r)
+	t0 := h.clock.Now()
+	h.finished(n, "crawl-1")
+	note := h.wait("first attempt", attempts(1))[0]
+	if note.Success || note.LastAttempted == nil || !note.LastAttempted.Equal(t0) ||
+		note.NextAttempt == nil || !note.NextAttempt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("after the failed first delivery: %+v", note)
+	}
+	for _, after := range []time.Duration{time.Second, 30 * time.Second, time.Minute - time.Millisecond} {
+		h.clock.SetTime(t0.Add(after))
+		if claims := w.claimed(t, n, t0.Add(after)); claims != 1 {
+			t.Fatalf("%d claims %v after the first attempt, want none", claims-1, after)
+		}
+		if note := h.notes()[0]; note.Attempts != 1 || note.Success {
+			t.Fatalf("%v after the first attempt: %+v", after, note)
+		}
+	}
+	h.clock.SetTime(t0.Add(time.Minute))
+	note = h.wait("retry", attempts(2))[0]
+	if !note.Success || !note.LastAttempted.Equal(t0.Add(time.Minute)) || note.NextAttempt != nil {
+		t.Fatalf("after the retry: %+v", note)
+	}
+	if got := len(r.got()); got != 2 {
+		t.Fatalf("receiver got %d requests, want 2", got)
+	}
+}
+
+// TestRetryAtScheduledTime: a receiver that keeps failing gets the same
+// body at each retry of the schedule (the wait doubling up to its cap),
+// none before its time, and none after the last attempt.
+func TestRetryAtScheduledTime(t *testing.T) {
+	r := newReceiver(t)
+	r.setDown(true)
+	h, n, w := setup(t, testConfig(func(c *webhook.Config) { c.MaxAttempts, c.MaxRetryDelay = 4, 3*time.Minute }), r)
+	t0 := h.clock.Now()
+	crawl := &store.Crawl{ID: "crawl-1", OID: h.org.ID, State: store.StateComplete}
 	if err := n.CrawlFinished(context.Background(), crawl); err != nil {
 		t.Fatal(err)
 	}
-	note := waitNotification(t, st, org.ID, "success after retries", func(n store.Notification) bool { return n.Success })
-	if note.Attempts != 4 || note.LastAttempted == nil || note.NextAttempt != nil || note.Event != "crawlFinished" {
-		t.Fatalf("notification %+v", note)
+	h.wait("first attempt", attempts(1))
+	for i, at := range []time.Duration{time.Minute, 3 * time.Minute, 6 * time.Minute} {
+		h.clock.SetTime(t0.Add(at - time.Millisecond))
+		if claims := w.claimed(t, n, h.clock.Now()); claims != i+1 {
+			t.Fatalf("retry %d made before %v", i+1, at)
+		}
+		h.clock.SetTime(t0.Add(at))
+		note := h.wait(fmt.Sprintf("retry %d", i+1), attempts(i+2))[0]
+		if note.Success || !note.LastAttempted.Equal(t0.Add(at)) {
+			t.Fatalf("after retry %d: %+v", i+1, note)
+		}
+	}
+	note := h.notes()[0]
+	if note.NextAttempt != nil || note.AutoAttempts != 4 {
+		t.Fatalf("not given up after 4 attempts: %+v", note)
+	}
+	h.clock.SetTime(t0.Add(48 * time.Hour))
+	if claims := w.claimed(t, n, h.clock.Now()); claims != 4 {
+		t.Fatalf("%d claims after giving up", claims-4)
 	}
 	want := fmt.Sprintf(`application/json {"downloadUrls":["https://app.example.com/data/crawl-1.wacz",`+
-		`"https://s3.example.com/b/x.wacz?sig=1"],"orgId":"%s","itemId":"crawl-1","event":"crawlFinished","state":"complete"}`, org.ID)
-	bodies, times := r.got()
+		`"https://s3.example.com/b/x.wacz?sig=1"],"orgId":"%s","itemId":"crawl-1","event":"crawlFinished","state":"complete"}`, h.org.ID)
+	bodies := r.got()
 	if len(bodies) != 4 {
 		t.Fatalf("receiver got %d requests, want 4", len(bodies))
 	}
 	for i, b := range bodies {
 		if b != want {
 			t.Errorf("request %d:\n got %s\nwant %s", i, b, want)
-		}
-	}
-	for i, min := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
-		if gap := times[i+1].Sub(times[i]); gap < min {
-			t.Errorf("pause before attempt %d: %v, want at least %v", i+2, gap, min)
 		}
 	}
 	if string(note.Body) != want[len("application/json "):] {
@@ -151,32 +297,116 @@ func TestRetriesWithBackoff(t *testing.T) {
 	if err := n.CrawlFinished(context.Background(), crawl); err != nil {
 		t.Fatal(err)
 	}
-	if notes, _, _ := st.ListNotifications(context.Background(), org.ID, store.Paging{}); len(notes) != 1 {
+	if notes := h.notes(); len(notes) != 1 {
 		t.Fatalf("%d notifications after repeating the event", len(notes))
 	}
 }
 
-// TestGivesUpAndRetriesOnDemand: a send ends after MaxAttempts failures;
-// a manual retry is a new send.
-func TestGivesUpAndRetriesOnDemand(t *testing.T) {
-	r := newReceiver(t, 500, 500, 500)
-	st, org, n := setup(t, testConfig(func(c *webhook.Config) {
-		c.MaxAttempts, c.RetryDelay, c.PollInterval = 2, 50*time.Millisecond, time.Hour
-	}), r)
-	if err := n.CrawlFinished(context.Background(), &store.Crawl{ID: "crawl-2", OID: org.ID, State: store.StateFailed}); err != nil {
-		t.Fatal(err)
+// TestReceiverBackGetsEachEventOnceMore: events whose first delivery
+// failed, trawler restarted, and two replicas running: once the receiver
+// is back, each event reaches it exactly once more, at its retry time.
+func TestReceiverBackGetsEachEventOnceMore(t *testing.T) {
+	r := newReceiver(t)
+	r.setDown(true)
+	h := newHarness(t, r)
+	cfg := testConfig(func(*webhook.Config) {})
+	first, _, stop := h.start(cfg)
+	crawls := []string{"crawl-1", "crawl-2", "crawl-3"}
+	for _, id := range crawls {
+		h.finished(first, id)
 	}
-	note := waitNotification(t, st, org.ID, "given up", func(n store.Notification) bool { return n.Attempts == 2 && n.NextAttempt == nil })
-	if note.Success {
-		t.Fatal("failed send marked success")
+	h.wait("first attempts", attempts(1))
+	stop()
+
+	r.setDown(false)
+	a, wa, _ := h.start(cfg)
+	b, wb, _ := h.start(cfg)
+	h.clock.Step(time.Minute)
+	notes := h.wait("delivered", func(n store.Notification) bool { return n.Success })
+	for _, note := range notes {
+		if note.Attempts != 2 || note.NextAttempt != nil {
+			t.Errorf("after the receiver came back: %+v", note)
+		}
 	}
-	if err := st.RetryNotification(context.Background(), org.ID, note.ID, time.Now()); err != nil {
+	// Nothing is left to send, however long the replicas run.
+	h.clock.Step(48 * time.Hour)
+	if claims := wa.claimed(t, a, h.clock.Now()) + wb.claimed(t, b, h.clock.Now()); claims != len(crawls) {
+		t.Fatalf("the replicas claimed %d times, want %d", claims, len(crawls))
+	}
+	per := map[string]int{}
+	for _, body := range r.got() {
+		for _, id := range crawls {
+			if strings.Contains(body, `"itemId":"`+id+`"`) {
+				per[id]++
+			}
+		}
+	}
+	for _, id := range crawls {
+		if per[id] != 2 {
+			t.Errorf("%s reached the receiver %d times, want 2 (down, then once more)", id, per[id])
+		}
+	}
+}
+
+// TestManualRetrySendsAtOnce: a retry asked for through the API is sent
+// without waiting for the schedule and counts one attempt; the automatic
+// retry stays a backoff away.
+func TestManualRetrySendsAtOnce(t *testing.T) {
+	r := newReceiver(t, 503, 503)
+	h, n, w := setup(t, testConfig(func(*webhook.Config) {}), r)
+	t0 := h.clock.Now()
+	h.finished(n, "crawl-1")
+	note := h.wait("first attempt", attempts(1))[0]
+	ctx := context.Background()
+	if err := h.st.RetryNotification(ctx, h.org.ID, note.ID, h.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	n.Kick()
-	note = waitNotification(t, st, org.ID, "retried", func(n store.Notification) bool { return n.Success })
-	if note.Attempts != 4 {
-		t.Fatalf("attempts %d, want 4 (2 failed, then a retry failing once and succeeding)", note.Attempts)
+	note = h.wait("manual retry", attempts(2))[0]
+	if note.Success || note.AutoAttempts != 1 || note.RetriesRequested != 0 ||
+		note.NextAttempt == nil || !note.NextAttempt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("after a failed manual retry: %+v", note)
+	}
+	if claims := w.claimed(t, n, t0); claims != 2 {
+		t.Fatalf("%d claims, want 2 (the first delivery and the manual retry)", claims)
+	}
+	if err := h.st.RetryNotification(ctx, h.org.ID, note.ID, h.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	n.Kick()
+	note = h.wait("second manual retry", attempts(3))[0]
+	if !note.Success || note.NextAttempt != nil {
+		t.Fatalf("after a successful manual retry: %+v", note)
+	}
+	h.clock.SetTime(t0.Add(48 * time.Hour))
+	if claims := w.claimed(t, n, h.clock.Now()); claims != 3 || len(r.got()) != 3 {
+		t.Fatalf("%d claims, %d requests after delivery; want 3", claims, len(r.got()))
+	}
+}
+
+// TestManualRetryIsOneAttempt: with upstream's single try
+// (MaxAttempts 1), a manual retry of a failed notification is exactly one
+// more attempt, as upstream's clients expect.
+func TestManualRetryIsOneAttempt(t *testing.T) {
+	r := newReceiver(t)
+	r.setDown(true)
+	h, n, w := setup(t, testConfig(func(c *webhook.Config) { c.MaxAttempts = 1 }), r)
+	h.finished(n, "crawl-1")
+	note := h.wait("first attempt", attempts(1))[0]
+	if note.NextAttempt != nil {
+		t.Fatalf("retry scheduled with MaxAttempts 1: %+v", note)
+	}
+	if err := h.st.RetryNotification(context.Background(), h.org.ID, note.ID, h.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	n.Kick()
+	h.wait("manual retry", attempts(2))
+	h.clock.Step(48 * time.Hour)
+	if claims := w.claimed(t, n, h.clock.Now()); claims != 2 {
+		t.Fatalf("%d claims, want 2", claims)
+	}
+	if note := h.notes()[0]; note.Attempts != 2 || note.Success || note.NextAttempt != nil {
+		t.Fatalf("after the manual retry: %+v", note)
 	}
 }
 
@@ -184,12 +414,11 @@ func TestGivesUpAndRetriesOnDemand(t *testing.T) {
 // stored.
 func TestUnsubscribedOrgGetsNothing(t *testing.T) {
 	r := newReceiver(t)
-	st, org, n := setup(t, testConfig(func(c *webhook.Config) { c.PollInterval = time.Hour }), r)
-	ctx := context.Background()
-	if err := n.CrawlStarted(ctx, &store.Crawl{ID: "crawl-3", OID: org.ID}); err != nil {
+	h, n, _ := setup(t, testConfig(func(*webhook.Config) {}), r)
+	if err := n.CrawlStarted(context.Background(), &store.Crawl{ID: "crawl-3", OID: h.org.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if notes, _, _ := st.ListNotifications(ctx, org.ID, store.Paging{}); len(notes) != 0 {
+	if notes := h.notes(); len(notes) != 0 {
 		t.Fatalf("notification stored without a URL: %+v", notes)
 	}
 }
@@ -206,8 +435,11 @@ func TestConfigRequired(t *testing.T) {
 // collection events the API sends.
 func TestUploadAndCollectionEvents(t *testing.T) {
 	r := newReceiver(t)
-	st, org, n := setup(t, testConfig(func(c *webhook.Config) { c.PollInterval = time.Hour }), r)
-	ctx := context.Background()
+	h := newHarness(t, r)
+	// The list is in creation order: the events need times of their own.
+	h.deps.Clock = clock.RealClock{}
+	n, _, _ := h.start(testConfig(func(*webhook.Config) {}))
+	st, org, ctx := h.st, h.org, context.Background()
 	urls := map[string]string{}
 	for _, e := range []string{store.EventUploadFinished, store.EventAddedToCollection, store.EventRemovedFromCollection} {
 		urls[e] = r.srv.URL + "/" + e
