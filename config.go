@@ -78,9 +78,9 @@ var settings = []setting{
 	{"email.reply_to", "", "From and Reply-To address (default: email.sender)"},
 	{"email.use_tls", false, "require STARTTLS (otherwise it is used when the server offers it)"},
 
-	{"webhooks.max_attempts", 5, "attempts of one webhook send before it is given up (a manual retry starts a new send)"},
-	{"webhooks.retry_delay", 10 * time.Second, "wait after a failed webhook attempt; doubles after each further failure, up to webhooks.max_retry_delay"},
-	{"webhooks.max_retry_delay", 10 * time.Minute, "longest wait between webhook attempts"},
+	{"webhooks.max_attempts", 12, "attempts trawler makes of a webhook notification on its own, the first delivery included (1 = upstream's single try); with the default delays the last is about 24.5 h after the first; a manual retry is one attempt more"},
+	{"webhooks.retry_delay", time.Minute, "wait after a failed first webhook delivery before the first retry; doubles after each further failure, up to webhooks.max_retry_delay"},
+	{"webhooks.max_retry_delay", 8 * time.Hour, "longest wait between two webhook attempts"},
 	{"webhooks.timeout", 15 * time.Second, "timeout of one webhook POST"},
 	{"webhooks.poll_interval", 10 * time.Second, "how often the webhook outbox is read for deliveries due after a restart or from other replicas"},
 	{"webhooks.workers", 8, "webhook deliveries in flight at once per process"},
