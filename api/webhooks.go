@@ -168,8 +168,10 @@ func (s *Server) getNotification(c echo.Context) error {
 	return c.JSON(http.StatusOK, toNotificationOut(n))
 }
 
-// retryNotification schedules one more send of a notification, whatever
-// became of the earlier ones, and answers before it is delivered.
+// retryNotification asks for one more attempt of a notification, made at
+// once whatever became of the earlier ones and whenever its automatic
+// retry is due, and answers before it is made (upstream sends in the
+// background too).
 func (s *Server) retryNotification(c echo.Context) error {
 	id, err := notificationParam(c)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	testclock "k8s.io/utils/clock/testing"
+
 	"github.com/trawlerhq/trawler/webhook"
 )
 
@@ -120,5 +122,67 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond) // polling, with a deadline
+	}
+}
+
+// TestWebhookRetryRoute: a failed delivery reads attempts 1, success
+// false; the retry route sends at once as one attempt, and the automatic
+// retry still comes a minute after it.
+func TestWebhookRetryRoute(t *testing.T) {
+	var mu sync.Mutex
+	statuses := []int{http.StatusServiceUnavailable, http.StatusBadGateway}
+	received := 0
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		received++
+		if len(statuses) > 0 {
+			w.WriteHeader(statuses[0])
+			statuses = statuses[1:]
+		}
+	}))
+	defer recv.Close()
+	requests := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return received
+	}
+
+	clk := testclock.NewFakeClock(time.Now())
+	e := newEnvWith(t, func(_ *Config, d *Deps) { d.Clock = clk })
+	n, err := webhook.New(webhook.Config{MaxAttempts: 12, RetryDelay: time.Minute, MaxRetryDelay: 8 * time.Hour,
+		Timeout: 15 * time.Second, PollInterval: 10 * time.Second, Workers: 8}, webhook.Deps{Store: e.store, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv.webhooks = n
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	e.mustJSON(asOwner, "POST", e.orgPath("/event-webhook-urls"), map[string]any{"crawlFinished": recv.URL + "/finished"}, 200)
+	_, crawlID := e.startCrawl(asCrawler, "hooked")
+	e.launcher.setGone(crawlID)
+	e.mustJSON(asCrawler, "POST", e.orgPath("/crawls/"+crawlID+"/cancel"), nil, 200)
+	id := e.mustJSON(asOwner, "GET", e.orgPath("/webhooks"), nil, 200)["items"].([]any)[0].(map[string]any)["id"].(string)
+	note := func() map[string]any { return e.mustJSON(asOwner, "GET", e.orgPath("/webhooks/"+id), nil, 200) }
+
+	waitUntil(t, "first attempt", func() bool { return note()["attempts"] == 1.0 })
+	if got := note(); got["success"] != false || got["lastAttempted"] == nil {
+		t.Fatalf("after a failed delivery: %v", got)
+	}
+	if r := e.mustJSON(asOwner, "GET", e.orgPath("/webhooks/"+id+"/retry"), nil, 200); r["success"] != true {
+		t.Fatalf("retry: %v", r)
+	}
+	// The clock stands still: only the retry route can send now.
+	waitUntil(t, "manual retry", func() bool { return note()["attempts"] == 2.0 })
+	if got := note(); got["success"] != false || requests() != 2 {
+		t.Fatalf("after a failed manual retry: %v, %d requests", got, requests())
+	}
+	clk.Step(time.Minute)
+	waitUntil(t, "automatic retry", func() bool { return note()["success"] == true })
+	if got := note(); got["attempts"] != 3.0 || requests() != 3 {
+		t.Fatalf("after the automatic retry: %v, %d requests", got, requests())
 	}
 }
