@@ -159,6 +159,12 @@ func TestItemDownloadRefusals(t *testing.T) {
 		e.wantDetail(e.do(asOutsider, "GET", e.orgPath(route+id+"/download"), nil), 404, "Organization '"+e.org.String()+"' not found")
 	}
 
+	// A plain link works: browsers cannot add the Authorization header,
+	// so the token may come in auth_bearer, as on upstream's routes.
+	if r := e.do(asAnonymous, "GET", e.orgPath("/crawls/"+id+"/download?auth_bearer="+e.tokens[asViewer]), nil); r.Code != 200 {
+		t.Errorf("download with auth_bearer: %d %s", r.Code, r.Body)
+	}
+
 	// Through another org, an item is unknown.
 	other := e.mustJSON(asOutsider, "GET", "/api/orgs", nil, 200)["items"].([]any)[0].(map[string]any)["id"].(string)
 	e.wantDetail(e.do(asOutsider, "GET", "/api/orgs/"+other+"/crawls/"+id+"/download", nil), 404, "Crawl not found: "+id)
