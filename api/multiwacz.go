@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,11 +16,12 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// A collection downloads as one "multi-WACZ": a zip holding every WACZ of
-// its members, stored (not compressed: WACZ files are zips already) and
-// streamed from storage as it is written, then datapackage.json listing
-// them (upstream-api-more.md §2.7). Memory stays at one copy buffer
-// whatever the collection's size.
+// A collection, or one crawl or upload (itemdownload.go), downloads as one
+// "multi-WACZ": a zip holding every WACZ file, stored (not compressed:
+// WACZ files are zips already) and streamed from storage as it is written,
+// then datapackage.json listing them (upstream-api-more.md §2.7,
+// upstream-2026.md §2). Memory stays at one copy buffer whatever the
+// download's size.
 
 // multiWACZChunk is the copy buffer, upstream's chunk size.
 const multiWACZChunk = 256 << 10
@@ -44,23 +46,38 @@ type multiWACZPackage struct {
 // started reports whether anything was written, i.e. whether a failure
 // can still be answered with an error status.
 func writeMultiWACZ(ctx context.Context, w io.Writer, members []zipMember) (started bool, err error) {
+	pkg := multiWACZPackage{Profile: "multi-wacz-package", Resources: make([]resourceOut, 0, len(members))}
+	for _, m := range members {
+		res := m.resource
+		res.Path = res.Name
+		pkg.Resources = append(pkg.Resources, res)
+	}
+	// As json.Encoder writes it: compact, with a trailing newline.
+	datapackage, err := json.Marshal(pkg)
+	if err != nil {
+		return false, fmt.Errorf("encoding datapackage.json: %w", err)
+	}
+	return writeZip(ctx, w, members, append(datapackage, '\n'))
+}
+
+// writeZip writes the members to w, each stored under its resource name
+// and read from storage as it is written, then datapackage.json with the
+// given bytes. The datapackage is known before the first member is read:
+// it lists what the records say, as upstream's does.
+func writeZip(ctx context.Context, w io.Writer, members []zipMember, datapackage []byte) (started bool, err error) {
 	cw := &countingWriter{w: w}
 	zw := zip.NewWriter(cw)
 	buf := make([]byte, multiWACZChunk)
-	pkg := multiWACZPackage{Profile: "multi-wacz-package", Resources: make([]resourceOut, 0, len(members))}
 	for _, m := range members {
 		if err := copyMember(ctx, zw, m, buf); err != nil {
 			return cw.n > 0, err
 		}
-		res := m.resource
-		res.Path = res.Name
-		pkg.Resources = append(pkg.Resources, res)
 	}
 	fw, err := zw.CreateHeader(zipHeader("datapackage.json"))
 	if err != nil {
 		return cw.n > 0, err
 	}
-	if err := json.NewEncoder(fw).Encode(pkg); err != nil {
+	if _, err := fw.Write(datapackage); err != nil {
 		return true, fmt.Errorf("writing datapackage.json: %w", err)
 	}
 	return true, zw.Close()
@@ -148,19 +165,35 @@ func (s *Server) downloadCollection(c echo.Context) error {
 			})
 		}
 	}
+	return s.streamDownload(c, coll.Name+".wacz", func(w io.Writer) (bool, error) {
+		return writeMultiWACZ(ctx, w, members)
+	}, "collection", coll.ID)
+}
+
+// streamDownload answers with the WACZ write produces, as an attachment
+// named filename. A failure before any byte went out is an error status
+// (a 503 when storage is down); after that, half a zip is out, so the
+// connection is broken off and the client sees a failed download
+// instead of a truncated archive. logArgs say what was downloaded.
+func (s *Server) streamDownload(c echo.Context, filename string, write func(io.Writer) (started bool, err error), logArgs ...any) error {
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "application/wacz+zip")
-	h.Set(echo.HeaderContentDisposition, attachment(coll.Name+".wacz"))
-	started, err := writeMultiWACZ(ctx, c.Response(), members)
+	h.Set(echo.HeaderContentDisposition, attachment(filename))
+	started, err := write(c.Response())
 	switch {
 	case err == nil:
 		return nil
 	case !started:
+		// The error body is JSON, which echo labels only when no type is
+		// set yet.
+		h.Del(echo.HeaderContentType)
 		h.Del(echo.HeaderContentDisposition)
 		return storageError("download_failed", err)
 	}
-	// Half a zip is already out: break the connection off, so the client
-	// sees a failed download instead of a truncated archive.
-	s.log.Error("collection download broken off", "collection", coll.ID, "err", err)
+	level := slog.LevelError
+	if c.Request().Context().Err() != nil {
+		level = slog.LevelDebug // the client went away: nothing failed
+	}
+	s.log.Log(c.Request().Context(), level, "download broken off", append(logArgs, "err", err)...)
 	panic(http.ErrAbortHandler)
 }

@@ -182,6 +182,8 @@ func (s *Server) routes() []route {
 		{post, crawl + "/:crawl_id/exclusions", accessOrgCrawler, s.addExclusion, "Add an exclusion to a running crawl", "crawls", nil, exclusionAddedOut{}, []string{"regex"}},
 		{del, crawl + "/:crawl_id/exclusions", accessOrgCrawler, s.removeExclusion, "Remove an exclusion", "crawls", nil, successOut{}, []string{"regex"}},
 		{get, crawl + "/:crawl_id/logs", accessOrgViewer, s.crawlLogs, "A finished crawl's logs (JSON lines)", "crawls", nil, streamOut{jsonLines}, []string{"logLevel", "context"}},
+		{get, crawl + "/:crawl_id/download", accessOrgViewer, s.downloadItem, "A crawl (or upload) as one multi-WACZ zip, or its only WACZ (streamed)", "crawls", nil,
+			streamOut{"application/wacz+zip"}, []string{"preferSingleWACZ", "withDependencies", "auth_bearer"}},
 		{get, crawl + "/:crawl_id/events", accessOrgViewer, s.crawlEvents, "A crawl's live progress (Server-Sent Events: state, crawl, end)", "crawls", nil,
 			eventStream{crawlEventOut{}}, []string{"auth_bearer"}},
 
@@ -198,6 +200,8 @@ func (s *Server) routes() []route {
 		{get, all + "/:crawl_id", accessOrgCrawler, s.getAllCrawl, "One crawl or upload with files", "all-crawls", nil, crawlOutWithResources{}, nil},
 		{patch, all + "/:crawl_id", accessOrgCrawler, s.updateAnyCrawl, "Update a crawl's or upload's metadata", "all-crawls", crawlUpdateIn{}, updatedOut{}, nil},
 		{get, all + "/:crawl_id/replay.json", accessOrgViewer, s.crawlReplayAny, "A crawl or upload with its files", "all-crawls", nil, crawlOutWithResources{}, nil},
+		{get, all + "/:crawl_id/download", accessOrgViewer, s.downloadItem, "A crawl or upload as one multi-WACZ zip, or its only WACZ (streamed)", "all-crawls", nil,
+			streamOut{"application/wacz+zip"}, []string{"preferSingleWACZ", "withDependencies", "auth_bearer"}},
 
 		{post, coll, accessOrgCrawler, s.createCollection, "Create a collection (with crawls)", "collections", collectionIn{}, collectionAddedOut{}, nil},
 		{get, coll, accessOrgViewer, s.listCollections, "List collections", "collections", nil, pageOut[collectionOut]{},
@@ -223,6 +227,7 @@ func (s *Server) routes() []route {
 		{get, upload + "/:crawl_id", accessOrgCrawler, s.getUpload, "One upload", "uploads", nil, crawlOut{}, nil},
 		{patch, upload + "/:crawl_id", accessOrgCrawler, s.updateUpload, "Update an upload's metadata", "uploads", crawlUpdateIn{}, updatedOut{}, nil},
 		{get, upload + "/:crawl_id/replay.json", accessOrgViewer, s.uploadReplay, "An upload with its files", "uploads", nil, crawlOutWithResources{}, nil},
+		{get, upload + "/:crawl_id/download", accessOrgViewer, s.downloadUpload, "An upload as one multi-WACZ zip (streamed)", "uploads", nil, streamOut{"application/wacz+zip"}, []string{"auth_bearer"}},
 		{get, "/api/orgs/all/uploads/:crawl_id/replay.json", accessSuperuser, s.anyUploadReplay, "Any org's upload with files", "uploads", nil, crawlOutWithResources{}, nil},
 
 		{get, prof, accessOrgCrawler, s.listProfiles, "List browser profiles", "profiles", nil, pageOut[profileOut]{}, append([]string{"userid"}, pageQ...)},

@@ -97,6 +97,10 @@ type Config struct {
 	// at once (0: half the CPUs, at least one).
 	PasswordHashConcurrency int
 
+	// Version is trawler's version, named as the software that wrote a
+	// download's datapackage.json (default "dev").
+	Version string
+
 	// Logger receives request logs and 5xx details (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -176,6 +180,9 @@ type Server struct {
 func New(cfg Config, deps Deps) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
 	}
 	if deps.Clock == nil {
 		deps.Clock = clock.RealClock{}
