@@ -2,6 +2,7 @@ package s3
 
 import (
 	"context"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -119,7 +120,7 @@ func NewAccessProxy(b *Bucket, transport http.RoundTripper) http.Handler {
 		ModifyResponse: modifyResponse,
 		ErrorHandler:   proxyError,
 		BufferPool:     copyBuffers{},
-		ErrorLog:       slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+		ErrorLog:       log.New(slogWriter{}, "", 0),
 	}
 	return p
 }
@@ -253,6 +254,15 @@ func proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	slog.Warn("storage access proxy", "path", r.URL.Path, "err", err)
 	writeDetail(w, http.StatusServiceUnavailable, "storage_unavailable")
+}
+
+// slogWriter sends the reverse proxy's own log lines to the default
+// slog logger of the moment.
+type slogWriter struct{}
+
+func (slogWriter) Write(p []byte) (int, error) {
+	slog.Warn("storage access proxy: " + strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 func writeDetail(w http.ResponseWriter, code int, detail string) {
