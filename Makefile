@@ -57,7 +57,7 @@ test-race:
 
 ## bench: the benchmarks named by the issues (not run by `make test`)
 bench: testbin
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./api/ ./store/ ./operator/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./api/ ./store/ ./operator/ ./s3/
 
 ## fuzz: each fuzz target of FUZZ_PKGS for FUZZTIME
 fuzz:

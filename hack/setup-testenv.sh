@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the sandbox's test binaries from Go modules (kube-apiserver,
 # kube-scheduler, kube-controller-manager, etcd, mongotestd, helm, mailpit,
-# versitygw) into a per-user cache shared by every clone, and installs
-# redis-server, gcc and chromium if missing.
+# versitygw) into a per-user cache shared by every clone, fetches
+# ReplayWeb.page's prebuilt files from the npm registry, and installs
+# redis-server, gcc, chromium and npm if missing.
 # Idempotent: only what is absent is built. Prints the binary folder last.
 #
 # The cold build takes ~12-15 min on 2 cores (kube alone ~9 min); later runs take seconds.
@@ -101,6 +102,7 @@ missing_pkgs=()
 command -v redis-server >/dev/null 2>&1 || missing_pkgs+=(redis-server)
 command -v gcc >/dev/null 2>&1 || missing_pkgs+=(gcc libc6-dev)
 [ -x /usr/bin/chromium ] || missing_pkgs+=(chromium fonts-liberation)
+command -v npm >/dev/null 2>&1 || missing_pkgs+=(npm)
 if [ ${#missing_pkgs[@]} -gt 0 ]; then
 	log "installing ${missing_pkgs[*]} from Debian packages"
 	sudo=""
@@ -110,5 +112,22 @@ if [ ${#missing_pkgs[@]} -gt 0 ]; then
 fi
 ln -sf "$(command -v redis-server)" "$TRAWLER_TESTBIN/redis-server"
 if command -v kubectl >/dev/null 2>&1; then ln -sf "$(command -v kubectl)" "$TRAWLER_TESTBIN/kubectl"; fi
+
+# ReplayWeb.page for the replay tests: the prebuilt ui.js and sw.js (and the
+# LICENSE) of its npm package, taken from the package's tarball with
+# `npm pack`. Not `npm install`: its dependencies (warcio) are not served here,
+# and the prebuilt files need none of them.
+rwp_dir="$TRAWLER_TESTBIN/replaywebpage-${RWP_VERSION}"
+if [ ! -s "$rwp_dir/ui.js" ] || [ ! -s "$rwp_dir/sw.js" ] || [ ! -s "$rwp_dir/LICENSE" ]; then
+	log "fetching replaywebpage@${RWP_VERSION} from the npm registry (npm pack)"
+	rwp_tmp="$TRAWLER_TESTBIN/.tmp-replaywebpage"
+	rm -rf "$rwp_tmp"
+	mkdir -p "$rwp_tmp"
+	(cd "$rwp_tmp" && npm pack --silent "replaywebpage@${RWP_VERSION}" >/dev/null)
+	tar --no-same-owner -xzf "$rwp_tmp/replaywebpage-${RWP_VERSION}.tgz" -C "$rwp_tmp" package/ui.js package/sw.js package/LICENSE
+	rm -rf "$rwp_dir"
+	mv "$rwp_tmp/package" "$rwp_dir"
+	rm -rf "$rwp_tmp"
+fi
 
 echo "$TRAWLER_TESTBIN"

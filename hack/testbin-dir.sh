@@ -9,5 +9,8 @@ HELM_VERSION=3.22.0
 # ferretdb-*.patch): bump it, here and in sandbox/proc.go, whenever the patches
 # or mongotestd change, so that every machine rebuilds mongotestd.
 FERRETDB_VERSION=1.24.2-p2
+# ReplayWeb.page, whose prebuilt ui.js and sw.js the replay tests serve, in
+# the folder's replaywebpage-<version>/ (sandbox.RWPVersion has the same value).
+RWP_VERSION=2.5.3
 : "${TRAWLER_TESTBIN:=${XDG_CACHE_HOME:-$HOME/.cache}/trawler/testbin/k8s-v${KUBE_VERSION}-etcd-v${ETCD_VERSION}-ferretdb-v${FERRETDB_VERSION}}"
 export TRAWLER_TESTBIN

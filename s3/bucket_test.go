@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 
 // newBucket creates a fresh bucket on the test server, configured as
 // trawler would see it: reached at the loopback URL.
-func newBucket(t *testing.T, mutate ...func(*s3.Config)) *s3.Bucket {
+func newBucket(t testing.TB, mutate ...func(*s3.Config)) *s3.Bucket {
 	t.Helper()
 	if server == nil {
 		t.Skip("versitygw not built (make testbin)")

@@ -1,9 +1,11 @@
 // Package s3 is trawler's object storage layer: S3-compatible
 // buckets named in the configuration (Browsertrix's `storages` list) or
 // brought by an org, and what the API does with them: store, sign
-// download links, open, list and delete objects. It also spells the
-// crawler's STORE_* variables and the per-org key layout, and refuses any
-// key that could leave its folder (ErrInvalidKey).
+// download links, open, list and delete objects, and serve those links
+// on trawler's own origin (NewAccessProxy, for an access endpoint such as
+// "/data/"). It also spells the crawler's STORE_* variables and the
+// per-org key layout, and refuses any key that could leave its folder
+// (ErrInvalidKey).
 //
 // It imports nothing else of trawler. It uses minio-go v7: one module,
 // path-style SigV4 with presigning built in, streaming multipart uploads

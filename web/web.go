@@ -3,7 +3,8 @@
 // live (its event stream) with stop, cancel and scale controls, its
 // errors, logs and files. It is plain HTML, CSS and JavaScript modules,
 // served as they are (no build step), and talks only to the public REST
-// API, like any other client.
+// API, like any other client. It also serves the entry points of
+// ReplayWeb.page, the archive viewer, under /replay/ (replay.go).
 package web
 
 import (
@@ -21,9 +22,13 @@ var static embed.FS
 type Config struct {
 	// MaxScale is the largest crawler scale (max_crawl_scale).
 	MaxScale int `json:"maxScale"`
+	// ReplayBaseURL is where ReplayWeb.page's sw.js and ui.js are loaded
+	// from (replay.base_url); empty means DefaultReplayBaseURL.
+	ReplayBaseURL string `json:"-"`
 }
 
-// Handler serves the dashboard's files, and cfg as /config.json.
+// Handler serves the dashboard's files, cfg as /config.json, and
+// ReplayWeb.page's entry points under ReplayPath (see handleReplay).
 func Handler(cfg Config) http.Handler {
 	files, err := fs.Sub(static, "static")
 	if err != nil {
@@ -40,6 +45,7 @@ func Handler(cfg Config) http.Handler {
 		w.Header().Set("Cache-Control", "no-cache")
 		_, _ = w.Write(cfgJSON)
 	})
+	handleReplay(mux, cfg.ReplayBaseURL)
 	return mux
 }
 
