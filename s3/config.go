@@ -30,6 +30,11 @@ type Config struct {
 	// proxy that keeps the internal Host header). Nil: true for an
 	// absolute access endpoint, false for a relative one.
 	UseAccessForPresign *bool `json:"use_access_for_presign" mapstructure:"use_access_for_presign"`
+	// CORSAllowedOrigins are the origins (scheme://host[:port], or "*")
+	// whose pages may read the bucket's objects when browsers reach it
+	// on another origin than the dashboard's; ApplyCORS writes them into
+	// the bucket's CORS rules. Empty: the rules are left as they are.
+	CORSAllowedOrigins []string `json:"cors_allowed_origins,omitempty" mapstructure:"cors_allowed_origins"`
 }
 
 // defaultRegion is signed into requests when a storage names none;

@@ -97,6 +97,31 @@ previous install generated, else a new random one.
 {{ toJson $found }}
 {{- end }}
 
+{{/*
+The storages as trawler and the crawlers see them, as JSON: an entry
+without endpoint_url gets the bundled S3 server's. Browsers cannot reach
+that server's Service, so trawler serves its bucket at its own origin
+under /data/ (docs/storage.md), with links signed for the internal
+endpoint, as upstream's chart does: entries in that bucket get
+access_endpoint_url /data/ unless they set their own.
+*/}}
+{{- define "trawler.storages" -}}
+{{- $local := include "trawler.localStorage" . | fromJson -}}
+{{- $storages := list -}}
+{{- range .Values.storages -}}
+{{- $s := deepCopy . -}}
+{{- if not $s.endpoint_url -}}
+{{- $_ := set $s "endpoint_url" (include "trawler.s3Endpoint" $) -}}
+{{- if and $.Values.s3_local (not $s.access_endpoint_url) (eq $s.bucket_name $local.bucket_name) -}}
+{{- $_ := set $s "access_endpoint_url" "/data/" -}}
+{{- $_ := set $s "use_access_for_presign" false -}}
+{{- end -}}
+{{- end -}}
+{{- $storages = append $storages $s -}}
+{{- end -}}
+{{ toJson $storages }}
+{{- end }}
+
 {{/* Labels that select the pods of a bundled store, by component. */}}
 {{- define "trawler.storeSelectorLabels" -}}
 app.kubernetes.io/name: {{ .component }}
