@@ -98,7 +98,7 @@ var settings = []setting{
 
 	{"storages", "", "the object storages, as a YAML list in the config file or JSON in TRAWLER_STORAGES: " +
 		"name, access_key, secret_key, bucket_name, endpoint_url (without the bucket), and optionally " +
-		"access_endpoint_url (the bucket as browsers reach it), region, use_access_for_presign; " +
+		"access_endpoint_url (the bucket as browsers reach it: an http(s) URL, or a path such as /data/ that trawler serves by passing requests on to the bucket; docs/storage.md), region, use_access_for_presign, cors_allowed_origins (origins whose pages may read the bucket: trawler sets its CORS rules to them at startup; empty = rules left alone); " +
 		"one must be named default (the storage of orgs without their own); each needs its Secret " +
 		"storage-<name> in the crawler namespace (the Helm chart writes both)"},
 	{"storage.presign_duration_minutes", 60, "how long download links stay valid (links are re-signed when less than a tenth is left)"},

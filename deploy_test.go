@@ -135,14 +135,20 @@ func TestComposeOnKind(t *testing.T) {
 		t.Errorf("mongo's command %q does not serve port %s of TRAWLER_MONGO_URI", cmd, mongoURI.Port())
 	}
 
-	// The S3 server's port is published too, for download links.
+	// The S3 server stays inside the node: browsers get files through
+	// trawler, under /data/ on the API's port.
 	s3 := project.Services["s3"]
-	if _, port, err := net.SplitHostPort(valueOf(s3.Environment["VGW_PORT"])); err != nil || !published[port] {
-		t.Errorf("s3 VGW_PORT %q: not a port the node publishes (%v)", valueOf(s3.Environment["VGW_PORT"]), err)
+	_, s3Port, err := net.SplitHostPort(valueOf(s3.Environment["VGW_PORT"]))
+	if err != nil {
+		t.Fatalf("s3 VGW_PORT %q: %v", valueOf(s3.Environment["VGW_PORT"]), err)
+	}
+	if published[s3Port] {
+		t.Errorf("the node publishes the S3 port %s on the host; downloads go through trawler's /data/", s3Port)
 	}
 
 	// The storage: crawlers upload to the S3 server at the node's address,
-	// browsers download at the port the node publishes.
+	// browsers download from the API's origin under /data/, which trawler
+	// passes on to that server: same-origin links.
 	var storages []struct {
 		Name              string `json:"name"`
 		EndpointURL       string `json:"endpoint_url"`
@@ -152,13 +158,12 @@ func TestComposeOnKind(t *testing.T) {
 	if err := json.Unmarshal([]byte(env["TRAWLER_STORAGES"]), &storages); err != nil || len(storages) != 1 {
 		t.Fatalf("TRAWLER_STORAGES %q: %v", env["TRAWLER_STORAGES"], err)
 	}
-	_, s3Port, _ := net.SplitHostPort(valueOf(s3.Environment["VGW_PORT"]))
 	st := storages[0]
 	if u, err := url.Parse(st.EndpointURL); err != nil || u.Hostname() != testNodeIP || u.Port() != s3Port {
 		t.Errorf("storage endpoint %q is not the S3 server on the node's address", st.EndpointURL)
 	}
-	if u, err := url.Parse(st.AccessEndpointURL); err != nil || u.Port() != s3Port || u.Path != "/"+st.BucketName+"/" {
-		t.Errorf("storage access endpoint %q is not the bucket on the published S3 port", st.AccessEndpointURL)
+	if st.AccessEndpointURL != "/data/" {
+		t.Errorf("storage access endpoint %q: want /data/, on the API's origin", st.AccessEndpointURL)
 	}
 	if st.BucketName != valueOf(s3.Environment["BUCKET_NAME"]) {
 		t.Errorf("storage bucket %q is not the one the S3 service creates (%q)", st.BucketName, valueOf(s3.Environment["BUCKET_NAME"]))

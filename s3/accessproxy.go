@@ -232,6 +232,11 @@ func modifyResponse(res *http.Response) error {
 			h[name] = v
 		}
 	}
+	if enc := storedEncoding(h.Values("Content-Encoding")); enc != "" {
+		h.Set("Content-Encoding", enc)
+	} else {
+		h.Del("Content-Encoding")
+	}
 	// Objects are crawled or uploaded content: opened directly, an HTML
 	// one would otherwise run scripts with the dashboard's origin.
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -244,6 +249,23 @@ func modifyResponse(res *http.Response) error {
 		res.Body = http.NoBody
 	}
 	return nil
+}
+
+// storedEncoding is the Content-Encoding of the object's bytes. Some S3
+// servers keep "aws-chunked", the framing of a streamed upload, as if it
+// were the object's encoding; the bytes they return are not framed, and a
+// browser must not be told they are.
+func storedEncoding(values []string) string {
+	var kept []string
+	for _, v := range values {
+		for _, token := range strings.Split(v, ",") {
+			token = strings.TrimSpace(token)
+			if token != "" && !strings.EqualFold(token, "aws-chunked") {
+				kept = append(kept, token)
+			}
+		}
+	}
+	return strings.Join(kept, ", ")
 }
 
 // proxyError answers a failed round trip: 503 when the storage cannot be
