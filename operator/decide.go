@@ -1,11 +1,9 @@
 package operator
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -478,69 +476,3 @@ func schedulingMessage(pods map[int]*corev1.Pod) string {
 func clampScale(scale int32, maxScale int) int32 {
 	return min(max(scale, 1), int32(maxScale))
 }
-
-// validateSpec lists what is wrong with a CrawlJob's spec.
-func validateSpec(cj *trawlerv1.CrawlJob, cfg Config, configMapOK bool) []string {
-	var p []string
-	if s := cj.Spec.Scale; s < 1 || int(s) > cfg.MaxCrawlScale {
-		p = append(p, fmt.Sprintf("spec.scale %d is outside 1..%d", s, cfg.MaxCrawlScale))
-	}
-	if !configMapOK {
-		p = append(p, fmt.Sprintf("crawl config ConfigMap %q with key %q is missing", cj.Spec.ConfigMap, k8s.ConfigMapKey))
-	}
-	if cj.Spec.CrawlTimeout < 0 {
-		p = append(p, fmt.Sprintf("spec.crawlTimeout %d is negative", cj.Spec.CrawlTimeout))
-	}
-	if cj.Spec.MaxCrawlSize < 0 {
-		p = append(p, fmt.Sprintf("spec.maxCrawlSize %d is negative", cj.Spec.MaxCrawlSize))
-	}
-	if t := cj.Spec.TTLSecondsAfterFinished; t != nil && *t < 0 {
-		p = append(p, fmt.Sprintf("spec.ttlSecondsAfterFinished %d is negative", *t))
-	}
-	return p
-}
-
-// gatedByOrgLimit reports whether the org's concurrency limit applies to a
-// crawl: it does until the crawl is let in and has run. A crawl that has
-// run is never sent back to wait (that would delete its pods and PVCs
-// mid-crawl), whatever its state says or the quota becomes.
-func gatedByOrgLimit(st *trawlerv1.CrawlJobStatus) bool {
-	return st.RunningSince == nil && (st.State == store.StateStarting || st.State == store.StateWaitingOrgLimit)
-}
-
-// orgSlotFree is the org concurrency gate: crawls already past starting
-// hold their slots; the starting ones get the rest, oldest first (by
-// creation time, then name).
-func orgSlotFree(cj *trawlerv1.CrawlJob, siblings []*trawlerv1.CrawlJob, maxConcurrent int) bool {
-	if maxConcurrent <= 0 {
-		return true
-	}
-	holding := 0
-	var waiting []*trawlerv1.CrawlJob
-	for _, s := range siblings {
-		switch {
-		case s.UID == cj.UID:
-			waiting = append(waiting, s)
-		case s.Status.Finished != nil || store.IsFinished(s.Status.State) || s.DeletionTimestamp != nil:
-		case s.Status.State == "" || s.Status.State == store.StateStarting || s.Status.State == store.StateWaitingOrgLimit:
-			waiting = append(waiting, s)
-		default:
-			holding++
-		}
-	}
-	sort.Slice(waiting, func(a, b int) bool {
-		ta, tb := waiting[a].CreationTimestamp, waiting[b].CreationTimestamp
-		if !ta.Equal(&tb) {
-			return ta.Before(&tb)
-		}
-		return waiting[a].Name < waiting[b].Name
-	})
-	for pos, s := range waiting {
-		if s.UID == cj.UID {
-			return holding+pos < maxConcurrent
-		}
-	}
-	return holding < maxConcurrent
-}
-
-func joinProblems(p []string) string { return strings.Join(p, "; ") }

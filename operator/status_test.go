@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
 	"github.com/trawlerhq/trawler/store"
@@ -45,42 +44,6 @@ func TestTeardownOrder(t *testing.T) {
 			if d.Plan.RedisPod != tt.want.RedisPod || d.Plan.RedisPVC != tt.want.RedisPVC ||
 				!slices.Equal(d.Plan.CrawlerPVCs, tt.want.CrawlerPVCs) || len(d.Plan.CrawlerPods) != 0 {
 				t.Errorf("plan %+v, want %+v", d.Plan, tt.want)
-			}
-		})
-	}
-}
-
-func TestOrgSlotFree(t *testing.T) {
-	job := func(name string, at int, state string) *trawlerv1.CrawlJob {
-		cj := newJob(1)
-		cj.Name, cj.UID = name, types.UID(name)
-		cj.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(at) * time.Second))
-		cj.Status.State = state
-		return cj
-	}
-	a := job("crawljob-sched-a", 0, store.StateRunning)
-	b := job("crawljob-manual-b", 1, store.StateStarting)
-	c := job("crawljob-manual-c", 1, store.StateStarting)
-	done := job("crawljob-manual-0", -5, store.StateComplete)
-	all := []*trawlerv1.CrawlJob{done, c, b, a}
-	tests := []struct {
-		name string
-		cj   *trawlerv1.CrawlJob
-		max  int
-		want bool
-	}{
-		{"unlimited", c, 0, true},
-		{"oldest first by creation time, not name", a, 1, true},
-		{"second waits at max 1", b, 1, false},
-		{"same second: by name", b, 2, true},
-		{"same second, later name waits", c, 2, false},
-		{"finished crawls do not count", c, 3, true},
-		{"a running crawl holds its slot though a newer one sorts first", job("crawljob-manual-a", 1, store.StateStarting), 1, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := orgSlotFree(tt.cj, all, tt.max); got != tt.want {
-				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -200,54 +199,6 @@ func (c *Controller) observe(ctx context.Context, key string, cj *trawlerv1.Craw
 	return o, nil
 }
 
-// orgLimitAllows applies the org's maxConcurrentCrawls quota.
-func (c *Controller) orgLimitAllows(ctx context.Context, cj *trawlerv1.CrawlJob) (bool, error) {
-	oid, err := uuid.Parse(cj.Spec.OID)
-	if err != nil {
-		return true, nil // no org to limit by
-	}
-	maxConcurrent, err := c.orgQuota(ctx, oid)
-	if err != nil {
-		return false, err
-	}
-	if maxConcurrent <= 0 {
-		return true, nil
-	}
-	siblings, err := c.jobsByOrg.list(cj.Namespace, cj.Spec.OID)
-	if err != nil {
-		return false, fmt.Errorf("listing org crawls: %w", err)
-	}
-	return orgSlotFree(cj, siblings, maxConcurrent), nil
-}
-
-// orgQuotaTTL is how long an org's concurrency quota is cached: a burst
-// of new crawls then costs one database read per org, not one per sync.
-const orgQuotaTTL = 5 * time.Second
-
-type cachedQuota struct {
-	max int
-	at  time.Time
-}
-
-// orgQuota returns an org's maxConcurrentCrawls (0 = unlimited).
-func (c *Controller) orgQuota(ctx context.Context, oid uuid.UUID) (int, error) {
-	now := c.clock.Now()
-	if q, ok := c.quotas.Load(oid); ok && now.Sub(q.(cachedQuota).at) < orgQuotaTTL {
-		return q.(cachedQuota).max, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
-	defer cancel()
-	org, err := c.store.GetOrg(ctx, oid)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return 0, nil
-	case err != nil:
-		return 0, fmt.Errorf("reading org quota: %w", err)
-	}
-	c.quotas.Store(oid, cachedQuota{max: org.Quotas.MaxConcurrentCrawls, at: now})
-	return org.Quotas.MaxConcurrentCrawls, nil
-}
-
 // recordTransitions asks the store for decide's state changes, in order,
 // and returns its answers. It stops at the first the store refused (the
 // crawl is then not in the state the later ones start from) and at an
@@ -306,20 +257,6 @@ func (c *Controller) reportTransitions(cj *trawlerv1.CrawlJob, st trawlerv1.Craw
 			c.logFailedCrawl(cj, o.Crawlers, failureUnreported(st, o))
 		}
 	}
-}
-
-// reportProblems emits a Warning Event when the spec's problems change,
-// not on every sync.
-func (c *Controller) reportProblems(cj *trawlerv1.CrawlJob, problems []string) {
-	if len(problems) == 0 {
-		return
-	}
-	prev := meta.FindStatusCondition(cj.Status.Conditions, CondSpecValid)
-	msg := joinProblems(problems)
-	if prev != nil && prev.Status == metav1.ConditionFalse && prev.Message == msg {
-		return
-	}
-	c.recorder.Event(cj, corev1.EventTypeWarning, ReasonInvalidSpec, msg)
 }
 
 func minPositive(a, b time.Duration) time.Duration {
