@@ -174,7 +174,7 @@ func TestFailureReportWaitsForSlowLogs(t *testing.T) {
 	key := "crawlers/" + cj.Name
 	f.c.reportFailure(t.Context(), key, cj, "crawler exited with the crawler's fatal code 17",
 		map[int]*corev1.Pod{0: crashingPod(0, 3, 17)})
-	if !eventually(5*time.Second, func() bool { return f.c.finishers.done(failureKey(key)) }) {
+	if !eventually(5*time.Second, func() bool { return f.c.background.done(failureKey(key)) }) {
 		t.Fatal("the failure report was never stored")
 	}
 	f.store.mu.Lock()
@@ -221,7 +221,7 @@ func TestCrashLoopReadsLogsOnce(t *testing.T) {
 		t.Fatalf("status %s %q, want failed by the operator", st.State, st.FailReason)
 	}
 	key := "crawlers/" + cj.Name
-	if !eventually(5*time.Second, func() bool { return f.c.finishers.done(failureKey(key)) }) {
+	if !eventually(5*time.Second, func() bool { return f.c.background.done(failureKey(key)) }) {
 		t.Fatal("the failure report was never stored")
 	}
 

@@ -36,8 +36,9 @@ type Deps struct {
 	// Metrics reads pod usage from metrics.k8s.io when the cluster serves
 	// it (nil: no usage is reported).
 	Metrics metricsclient.Interface
-	// Events, when set, is told when crawls start and finish (webhooks).
-	Events EventSender
+	// Events, when set, is the webhook notifier told when crawls start
+	// and finish (not Kubernetes Events, which Recorder records).
+	Events Notifier
 	// Telemetry records the operator's Prometheus metrics (nil: none).
 	Telemetry *Telemetry
 }
@@ -83,11 +84,11 @@ type usageAPI interface {
 	list(ctx context.Context, ns, selector string) (map[string]podUsage, error)
 }
 
-// EventSender is told when crawls start running and when they finish; it
+// Notifier is told when crawls start running and when they finish; it
 // stores their webhook notifications, which are delivered in the
 // background (webhook.Notifier implements it). Both calls may be repeated
 // for a crawl: only the first stores anything.
-type EventSender interface {
+type Notifier interface {
 	CrawlStarted(ctx context.Context, c *store.Crawl) error
 	CrawlFinished(ctx context.Context, c *store.Crawl) error
 }

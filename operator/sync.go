@@ -29,9 +29,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.pollers.stop(key)
 		c.written.Delete(key)
 		c.budget.forget(key)
-		c.finishers.forget(key)
-		c.finishers.forget(startedKey(key))
-		c.finishers.forget(failureKey(key))
+		c.background.forget(key)
+		c.background.forget(startedKey(key))
+		c.background.forget(failureKey(key))
 		return nil
 	}
 	if err != nil {
@@ -187,9 +187,9 @@ func (c *Controller) observe(ctx context.Context, key string, cj *trawlerv1.Craw
 		_, o.ConfigMapOK = cm.Data[k8s.ConfigMapKey]
 	}
 	o.Redis = c.pollers.get(key)
-	o.FinishTasksDone = c.finishers.done(key)
-	o.StartedNotified = c.finishers.done(startedKey(key))
-	o.FailureReported = c.finishers.done(failureKey(key))
+	o.FinishTasksDone = c.background.done(key)
+	o.StartedNotified = c.background.done(startedKey(key))
+	o.FailureReported = c.background.done(failureKey(key))
 
 	if st := cj.Status; cj.DeletionTimestamp == nil && (st.State == "" || gatedByOrgLimit(&st)) {
 		if o.OrgSlotFree, err = c.orgLimitAllows(ctx, cj); err != nil {
