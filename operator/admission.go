@@ -46,11 +46,11 @@ func validateSpec(cj *trawlerv1.CrawlJob, cfg Config, configMapOK bool) []string
 }
 
 // gatedByOrgLimit reports whether the org's concurrency limit applies to a
-// crawl: it does until the crawl is let in and has run. A crawl that has
+// crawl in state that started running at runningSince: it does until the crawl is let in and has run. A crawl that has
 // run is never sent back to wait (that would delete its pods and PVCs
 // mid-crawl), whatever its state says or the quota becomes.
-func gatedByOrgLimit(st *trawlerv1.CrawlJobStatus) bool {
-	return st.RunningSince == nil && (st.State == store.StateStarting || st.State == store.StateWaitingOrgLimit)
+func gatedByOrgLimit(state string, runningSince *metav1.Time) bool {
+	return runningSince == nil && (state == store.StateStarting || state == store.StateWaitingOrgLimit)
 }
 
 // orgSlotFree is the org concurrency gate: crawls already past starting

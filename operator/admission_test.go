@@ -62,11 +62,11 @@ func TestGatedByOrgLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := trawlerv1.CrawlJobStatus{State: tt.state}
+			var since *metav1.Time
 			if tt.hasRun {
-				st.RunningSince = mtime(t0)
+				since = mtime(t0)
 			}
-			if got := gatedByOrgLimit(&st); got != tt.want {
+			if got := gatedByOrgLimit(tt.state, since); got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
