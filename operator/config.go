@@ -13,16 +13,16 @@
 // assembles the status, once per sync, from the job, the plan and what
 // the pass observed, and says how urgently it must be written. apply.go
 // converges the children and statuswrite.go writes the status, a state
-// change at once and progress at most once per stats interval. A
-// per-crawl poller (poller.go) reads the crawl's Redis on a short timer so
-// a crawler's change reaches the status within a second, without ever
-// blocking a worker. backgroundtasks.go runs
-// what a sync starts and does not wait for: the post-crawl tasks
-// (posttasks.go), the crawlStarted webhook notice (startednotice.go) and
-// the report of why the operator failed a crawl, with its crawler pods'
-// last log lines (crawllogs.go). podusage.go reads the pods' usage,
-// release.go ends a finished job, deps.go names what the operator
-// consumes.
+// change at once and progress at most once per stats interval, with one
+// progress write to the store (RecordCrawlProgress). A per-crawl poller
+// (poller.go) reads the crawl's Redis on a short timer so a crawler's
+// change reaches the status within a second, without ever blocking a
+// worker. backgroundtasks.go runs what a sync starts and does not wait
+// for: the post-crawl tasks (posttasks.go), the crawlStarted webhook
+// notice (startednotice.go) and the report of why the operator failed a
+// crawl, with its crawler pods' last log lines (crawllogs.go).
+// podusage.go reads the pods' usage, release.go ends a finished job,
+// deps.go names what the operator consumes.
 //
 // The crawl document in MongoDB is the source of truth for the crawl state;
 // the operator moves it with compare-and-set transitions through the

@@ -50,8 +50,9 @@ type CrawlStore interface {
 	// SetCrawlState is the compare-and-set of state transitions; it returns
 	// whether it changed the crawl and the crawl as stored afterwards.
 	SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra store.CrawlStateExtra) (bool, *store.Crawl, error)
-	// UpdateCrawlStats stores live stats unless the crawl has ended.
-	UpdateCrawlStats(ctx context.Context, crawlID string, s store.CrawlStats) (bool, error)
+	// RecordCrawlProgress stores live stats (unless the crawl has ended)
+	// and the per-pod view in one write; nil leaves either as it is.
+	RecordCrawlProgress(ctx context.Context, crawlID string, stats *store.CrawlStats, pods map[string]store.PodStatus) (bool, error)
 	// AddCrawlFiles records WACZ files, each at most once per filename.
 	AddCrawlFiles(ctx context.Context, crawlID string, files []store.CrawlFile) (store.FileResult, error)
 	// AddCrawlErrors records error lines seq, seq+1, ... at most once.
@@ -59,8 +60,6 @@ type CrawlStore interface {
 	// AddOperatorCrawlErrors records the operator's own lines about a
 	// crawl, after the crawler's, at most once.
 	AddOperatorCrawlErrors(ctx context.Context, crawlID string, lines []string) error
-	// SetCrawlPods replaces the per-pod view of the crawl.
-	SetCrawlPods(ctx context.Context, crawlID string, pods map[string]store.PodStatus) error
 	// RunPostCrawlTasks does the store's idempotent post-crawl work.
 	RunPostCrawlTasks(ctx context.Context, crawlID string) (*store.Crawl, error)
 	// GetCrawlByID returns a crawl in any org.
