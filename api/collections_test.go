@@ -24,7 +24,7 @@ func (e *env) finishCrawl(id string, pages, size int64, tags ...string) {
 	e.t.Helper()
 	ctx := context.Background()
 	e.setState(id, store.StateRunning)
-	if _, err := e.store.UpdateCrawlStats(ctx, id, store.CrawlStats{Found: pages, Done: pages, Size: size}); err != nil {
+	if _, err := e.store.RecordCrawlProgress(ctx, id, &store.CrawlStats{Found: pages, Done: pages, Size: size}, nil); err != nil {
 		e.t.Fatal(err)
 	}
 	if _, err := e.store.AddCrawlFile(ctx, id, store.CrawlFile{Filename: e.org.String() + "/" + id + ".wacz", Hash: "h", Size: size}); err != nil {

@@ -291,7 +291,7 @@ func TestWorkflowShowsEndedCrawlBeforeItsStats(t *testing.T) {
 	ctx := t.Context()
 	cid, id := e.startCrawl(asCrawler, "wf")
 	e.setState(id, "running")
-	if _, err := e.store.UpdateCrawlStats(ctx, id, store.CrawlStats{Found: 9, Done: 3, Size: 700}); err != nil {
+	if _, err := e.store.RecordCrawlProgress(ctx, id, &store.CrawlStats{Found: 9, Done: 3, Size: 700}, nil); err != nil {
 		t.Fatal(err)
 	}
 	e.mustJSON(asCrawler, "POST", e.orgPath("/crawls/"+id+"/stop"), nil, 200)

@@ -49,7 +49,8 @@ func (r *crawlRun) pods(ctx context.Context, n int) error {
 	for i := range n {
 		pods[fmt.Sprint(i)] = store.PodStatus{Phase: "Running"}
 	}
-	return r.st.SetCrawlPods(ctx, r.id, pods)
+	_, err := r.st.RecordCrawlProgress(ctx, r.id, nil, pods)
+	return err
 }
 
 // crawlPage is one more page done by instance i: found, done and size

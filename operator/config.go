@@ -3,19 +3,26 @@
 // plain client-go controller in the sample-controller shape: informers feed
 // two rate-limited workqueues (CrawlJobs and ProfileJobs), handlers only
 // enqueue the owning job, and one sync per CrawlJob (sync.go) reads as
-// named steps. What a CrawlJob should have and show is decided by pure
-// functions: decide.go (the state transitions to ask for, scale, what to
-// assert in Redis), desired.go (the child pods and PVCs) and status.go (the
-// status, computed once from the decision and the sync's I/O, and how
-// urgently it must be written); apply.go converges the children and
-// statuswrite.go writes the status, a state change at once and progress
-// at most once per stats interval. A per-crawl poller (poller.go) reads
-// the crawl's Redis on a short timer so a crawler's change reaches the
-// status within a second, without ever blocking a worker. posttasks.go
-// runs the post-crawl tasks, release.go ends a finished job, crashloop.go
-// tells when crawlers that crash-loop fail their crawl, crawllogs.go logs
-// a failed crawl's pods and puts a crash-looped one's last log lines in
-// its errors; deps.go names what the operator consumes.
+// named steps. What a CrawlJob should have and show is worked out by pure
+// functions. decide (decide.go) returns a plan (plan.go): the state
+// transitions to ask the store for, the children to have, what to assert
+// in Redis, when to look again and the few facts only it knows; its rules
+// are in admission.go (spec problems, the org concurrency gate),
+// activity.go, scale.go, running.go, crashloop.go and teardown.go.
+// desired.go renders the child pods and PVCs, and status.go's crawlStatus
+// assembles the status, once per sync, from the job, the plan and what
+// the pass observed, and says how urgently it must be written. apply.go
+// converges the children and statuswrite.go writes the status, a state
+// change at once and progress at most once per stats interval, with one
+// progress write to the store (RecordCrawlProgress). A per-crawl poller
+// (poller.go) reads the crawl's Redis on a short timer so a crawler's
+// change reaches the status within a second, without ever blocking a
+// worker. backgroundtasks.go runs what a sync starts and does not wait
+// for: the post-crawl tasks (posttasks.go), the crawlStarted webhook
+// notice (startednotice.go) and the report of why the operator failed a
+// crawl, with its crawler pods' last log lines (crawllogs.go).
+// podusage.go reads the pods' usage, release.go ends a finished job,
+// deps.go names what the operator consumes.
 //
 // The crawl document in MongoDB is the source of truth for the crawl state;
 // the operator moves it with compare-and-set transitions through the

@@ -47,7 +47,7 @@ type Controller struct {
 	kube     kubernetes.Interface
 	trawler  versioned.Interface
 	store    CrawlStore
-	events   EventSender
+	notifier Notifier
 	clock    clock.WithTicker
 	logs     LogReader
 	recorder record.EventRecorder
@@ -72,8 +72,8 @@ type Controller struct {
 	queue        workqueue.TypedRateLimitingInterface[string]
 	profileQueue workqueue.TypedRateLimitingInterface[string]
 
-	pollers   *pollers
-	finishers *finishers
+	pollers    *pollers
+	background *backgroundTasks
 	// usage is nil when pod usage is not read.
 	usage *usageWatcher
 	// written remembers the status we last wrote per job and the version
@@ -108,7 +108,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: cfg, kube: deps.Kube, trawler: deps.Trawler, store: deps.Store, events: deps.Events,
+	c := &Controller{cfg: cfg, kube: deps.Kube, trawler: deps.Trawler, store: deps.Store, notifier: deps.Events,
 		clock: deps.Clock, logs: deps.Logs, recorder: deps.Recorder, log: deps.Log, telemetry: deps.Telemetry}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
@@ -165,7 +165,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "profilejobs", Clock: c.clock, MetricsProvider: c.telemetry.queueProvider()})
 	c.budget = newWriteBudget(cfg.StatsInterval)
 	c.pollers = newPollers(cfg, deps.Store, c.clock, c.log, c.wake)
-	c.finishers = newFinishers()
+	c.background = newBackgroundTasks()
 	if deps.Metrics != nil && cfg.MetricsInterval > 0 {
 		c.usage = newUsageWatcher(metricsAPI{deps.Metrics}, cfg, c.clock, c.log, c.enqueuePodOwner)
 	}
@@ -223,7 +223,7 @@ func (c *Controller) Run(ctx context.Context) {
 	c.queue.ShutDown()
 	c.profileQueue.ShutDown()
 	wg.Wait()
-	c.finishers.wait()
+	c.background.wait()
 }
 
 // HasSynced reports whether every informer cache has synced (for

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
 )
 
 // fatalExitCode is the code browsertrix-crawler exits with on
@@ -17,10 +19,10 @@ const fatalExitCode = 17
 // crashLoop tells why the crawl's crawlers cannot get anywhere, or ""
 // while they can: a crawler exited with the crawler's fatal code, or the
 // crawler containers restarted cfg.CrashLoopRestarts times, together,
-// without a page done in between. It keeps status.restartsAtProgress, the
-// restarts counted when the crawl last got a page done.
-func (d *decision) crashLoop(o observed, cfg Config) string {
-	st := &d.Status
+// without a page done in between. It also returns the restarts counted
+// when the crawl last got a page done (status.restartsAtProgress, of
+// which st holds the last value).
+func crashLoop(st trawlerv1.CrawlJobStatus, o observed, cfg Config) (reason string, restartsAtProgress int32) {
 	var restarts int32
 	fatal := ""
 	for _, i := range slices.Sorted(maps.Keys(o.Crawlers)) {
@@ -36,18 +38,19 @@ func (d *decision) crashLoop(o observed, cfg Config) string {
 			fatal = fmt.Sprintf("crawler %s exited with the crawler's fatal code %d; it would only fail again", p.Name, fatalExitCode)
 		}
 	}
-	progressed := o.Redis != nil && o.Redis.Reachable && o.Redis.PagesDone > o.Job.Status.PagesDone
-	if progressed || restarts < st.RestartsAtProgress {
+	restartsAtProgress = st.RestartsAtProgress
+	progressed := o.Redis != nil && o.Redis.Reachable && o.Redis.PagesDone > st.PagesDone
+	if progressed || restarts < restartsAtProgress {
 		// Pages got done, or pods were recreated (their counts start again).
-		st.RestartsAtProgress = restarts
+		restartsAtProgress = restarts
 	}
-	switch since := restarts - st.RestartsAtProgress; {
+	switch since := restarts - restartsAtProgress; {
 	case fatal != "":
-		return fatal
+		return fatal, restartsAtProgress
 	case cfg.CrashLoopRestarts > 0 && since >= int32(cfg.CrashLoopRestarts):
-		return fmt.Sprintf("crawler containers restarted %d times without a page done; the crawl is getting nowhere", since)
+		return fmt.Sprintf("crawler containers restarted %d times without a page done; the crawl is getting nowhere", since), restartsAtProgress
 	}
-	return ""
+	return "", restartsAtProgress
 }
 
 // crawlerContainer is the status of a pod's crawler container (its first),

@@ -84,23 +84,23 @@ func TestCrashLoop(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.CrashLoopRestarts = tt.limit
-			o := observed{Now: t0.Add(time.Minute), Job: tt.job, Crawlers: map[int]*corev1.Pod{0: tt.pod},
+			o := observed{Now: t0.Add(time.Minute), Crawlers: map[int]*corev1.Pod{0: tt.pod},
 				RedisPod: redisPodIn(corev1.PodRunning), Redis: tt.redis, ConfigMapOK: true, OrgSlotFree: true,
 				PVCs: map[string]*corev1.PersistentVolumeClaim{}}
-			d := decide(o, cfg)
+			p := decide(tt.job, o, cfg)
 			if tt.wantState == "" {
 				// A running crawl stays running.
-				wantTransition("")(t, d)
+				wantTransition("")(t, p)
 			} else {
-				wantTransition(tt.wantState)(t, d)
+				wantTransition(tt.wantState)(t, p)
 			}
-			if got := d.Status.FailReason; (tt.wantReason == "") != (got == "") || !strings.Contains(got, tt.wantReason) {
+			if got := p.FailReason; (tt.wantReason == "") != (got == "") || !strings.Contains(got, tt.wantReason) {
 				t.Errorf("failReason %q, want one with %q", got, tt.wantReason)
 			}
-			if d.Status.RestartsAtProgress != tt.baseline {
-				t.Errorf("restartsAtProgress %d, want %d", d.Status.RestartsAtProgress, tt.baseline)
+			if p.RestartsAtProgress != tt.baseline {
+				t.Errorf("restartsAtProgress %d, want %d", p.RestartsAtProgress, tt.baseline)
 			}
-			wantPods(0)(t, d)
+			wantPods(0)(t, p)
 		})
 	}
 }
@@ -127,13 +127,13 @@ func TestFailureReport(t *testing.T) {
 		{"reported earlier: they go", failed(reported), false, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			o := observed{Now: t0.Add(time.Minute), Job: tt.job, Crawlers: map[int]*corev1.Pod{0: crashingPod(0, 3, 17)},
+			o := observed{Now: t0.Add(time.Minute), Crawlers: map[int]*corev1.Pod{0: crashingPod(0, 3, 17)},
 				RedisPod: redisPodIn(corev1.PodRunning), ConfigMapOK: true, FailureReported: tt.justDone}
-			d := decide(o, testConfig())
-			if !d.Teardown || !slices.Equal(d.Plan.CrawlerPods, tt.want) {
-				t.Errorf("teardown %v, crawler pods %v, want %v", d.Teardown, d.Plan.CrawlerPods, tt.want)
+			p := decide(tt.job, o, testConfig())
+			if !p.Teardown || !slices.Equal(p.Children.CrawlerPods, tt.want) {
+				t.Errorf("teardown %v, crawler pods %v, want %v", p.Teardown, p.Children.CrawlerPods, tt.want)
 			}
-			st := crawlStatus(o, d, nil)
+			st := crawlStatus(tt.job, p, o)
 			// The pods go once the report is recorded in the status.
 			if got := meta.IsStatusConditionTrue(st.Conditions, CondFailureReported); got != (tt.want == nil) {
 				t.Errorf("FailureReported %v", got)
@@ -142,11 +142,12 @@ func TestFailureReport(t *testing.T) {
 	}
 
 	// The store refused the failure: the crawl ended otherwise.
-	o := observed{Now: t0.Add(time.Minute), Job: newJob(1, runningStatus(store.StateRunning, 1)),
-		Crawlers: map[int]*corev1.Pod{0: crashingPod(0, 1, 17)}, RedisPod: redisPodIn(corev1.PodRunning),
-		Redis: reachable("running"), ConfigMapOK: true}
-	d := decide(o, testConfig())
-	st := crawlStatus(o, d, []transitionResult{{State: store.StateComplete, Finished: &t0}})
+	job := newJob(1, runningStatus(store.StateRunning, 1))
+	o := observed{Now: t0.Add(time.Minute), Crawlers: map[int]*corev1.Pod{0: crashingPod(0, 1, 17)},
+		RedisPod: redisPodIn(corev1.PodRunning), Redis: reachable("running"), ConfigMapOK: true}
+	p := decide(job, o, testConfig())
+	o.Answers = []transitionResult{{State: store.StateComplete, Finished: &t0}}
+	st := crawlStatus(job, p, o)
 	if st.State != store.StateComplete || st.FailReason != "" {
 		t.Errorf("refused failure: state %s, failReason %q", st.State, st.FailReason)
 	}
@@ -174,7 +175,7 @@ func TestFailureReportWaitsForSlowLogs(t *testing.T) {
 	key := "crawlers/" + cj.Name
 	f.c.reportFailure(t.Context(), key, cj, "crawler exited with the crawler's fatal code 17",
 		map[int]*corev1.Pod{0: crashingPod(0, 3, 17)})
-	if !eventually(5*time.Second, func() bool { return f.c.finishers.done(failureKey(key)) }) {
+	if !eventually(5*time.Second, func() bool { return f.c.background.done(failureKey(key)) }) {
 		t.Fatal("the failure report was never stored")
 	}
 	f.store.mu.Lock()
@@ -221,7 +222,7 @@ func TestCrashLoopReadsLogsOnce(t *testing.T) {
 		t.Fatalf("status %s %q, want failed by the operator", st.State, st.FailReason)
 	}
 	key := "crawlers/" + cj.Name
-	if !eventually(5*time.Second, func() bool { return f.c.finishers.done(failureKey(key)) }) {
+	if !eventually(5*time.Second, func() bool { return f.c.background.done(failureKey(key)) }) {
 		t.Fatal("the failure report was never stored")
 	}
 

@@ -96,7 +96,7 @@ func inIndexOrder(crawlers map[int]*corev1.Pod) []*corev1.Pod {
 	return pods
 }
 
-// failureKey is the finishers key of a crawl's failure report.
+// failureKey is the background task key of a crawl's failure report.
 func failureKey(key string) string { return "failure/" + key }
 
 // failureLogLines is how many of each crawler pod's last log lines go into

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
@@ -25,7 +25,7 @@ func runningStatus(state string, scale int32) func(*trawlerv1.CrawlJob) {
 
 // wantTransition checks that decide planned exactly one state change, to
 // to ("" = none).
-func wantTransition(to string) func(*testing.T, decision) {
+func wantTransition(to string) func(*testing.T, plan) {
 	if to == "" {
 		return wantTransitions()
 	}
@@ -33,11 +33,11 @@ func wantTransition(to string) func(*testing.T, decision) {
 }
 
 // wantTransitions checks the state changes decide planned, in order.
-func wantTransitions(to ...string) func(*testing.T, decision) {
-	return func(t *testing.T, d decision) {
+func wantTransitions(to ...string) func(*testing.T, plan) {
+	return func(t *testing.T, p plan) {
 		t.Helper()
 		var got []string
-		for _, tr := range d.Transitions {
+		for _, tr := range p.Transitions {
 			got = append(got, tr.To)
 		}
 		if !slices.Equal(got, to) {
@@ -46,26 +46,26 @@ func wantTransitions(to ...string) func(*testing.T, decision) {
 	}
 }
 
-func wantPods(idx ...int) func(*testing.T, decision) {
-	return func(t *testing.T, d decision) {
+func wantPods(idx ...int) func(*testing.T, plan) {
+	return func(t *testing.T, p plan) {
 		t.Helper()
-		if !slices.Equal(d.Plan.CrawlerPods, idx) {
-			t.Errorf("crawler pods %v, want %v", d.Plan.CrawlerPods, idx)
+		if !slices.Equal(p.Children.CrawlerPods, idx) {
+			t.Errorf("crawler pods %v, want %v", p.Children.CrawlerPods, idx)
 		}
 	}
 }
 
-func wantScale(n int32) func(*testing.T, decision) {
-	return func(t *testing.T, d decision) {
+func wantScale(n int32) func(*testing.T, plan) {
+	return func(t *testing.T, p plan) {
 		t.Helper()
-		if d.Status.Scale != n {
-			t.Errorf("scale %d, want %d", d.Status.Scale, n)
+		if p.Scale != n {
+			t.Errorf("scale %d, want %d", p.Scale, n)
 		}
 	}
 }
 
 func TestDecide(t *testing.T) {
-	type check = func(*testing.T, decision)
+	type check = func(*testing.T, plan)
 	tests := []struct {
 		name   string
 		job    *trawlerv1.CrawlJob
@@ -78,12 +78,12 @@ func TestDecide(t *testing.T) {
 	}{
 		{name: "new job renders every instance at once, no redis pod yet",
 			job: newJob(3), at: time.Second,
-			checks: []check{wantTransition(""), wantScale(3), wantPods(0, 1, 2), func(t *testing.T, d decision) {
-				if d.Plan.RedisPod || !d.Plan.RedisPVC || d.Poll {
-					t.Errorf("redis plan %+v poll %v", d.Plan, d.Poll)
+			checks: []check{wantTransition(""), wantScale(3), wantPods(0, 1, 2), func(t *testing.T, p plan) {
+				if p.Children.RedisPod || !p.Children.RedisPVC || p.Poll {
+					t.Errorf("redis plan %+v poll %v", p.Children, p.Poll)
 				}
-				if d.Status.State != store.StateStarting || d.RequeueAfter != 59*time.Second {
-					t.Errorf("state %s requeue %v", d.Status.State, d.RequeueAfter)
+				if p.Reaches != store.StateStarting || p.RequeueAfter != 59*time.Second {
+					t.Errorf("state %s requeue %v", p.Reaches, p.RequeueAfter)
 				}
 			}}},
 		{name: "starting too long without a running crawler waits for capacity with the scheduler's reason",
@@ -94,17 +94,17 @@ func TestDecide(t *testing.T) {
 					Message: "0/1 nodes are available: 1 Insufficient cpu."}}
 				return p
 			}(),
-			checks: []check{wantTransition(store.StateWaitingCapacity), func(t *testing.T, d decision) {
-				if !strings.Contains(d.Status.WaitingReason, "Insufficient cpu") {
-					t.Errorf("reason %q", d.Status.WaitingReason)
+			checks: []check{wantTransition(store.StateWaitingCapacity), func(t *testing.T, p plan) {
+				if !strings.Contains(p.WaitingReason, "Insufficient cpu") {
+					t.Errorf("reason %q", p.WaitingReason)
 				}
 			}}},
 		{name: "a running crawler brings up redis",
 			job: newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.Scale = 1 })), at: 5 * time.Second,
 			pods: pods(corev1.PodRunning),
-			checks: []check{wantTransition(""), wantPods(0), func(t *testing.T, d decision) {
-				if !d.Status.InitRedis || !d.Plan.RedisPod || !d.Poll {
-					t.Errorf("initRedis %v plan %+v poll %v", d.Status.InitRedis, d.Plan, d.Poll)
+			checks: []check{wantTransition(""), wantPods(0), func(t *testing.T, p plan) {
+				if !p.Activity.InitRedis || !p.Children.RedisPod || !p.Poll {
+					t.Errorf("initRedis %v plan %+v poll %v", p.Activity.InitRedis, p.Children, p.Poll)
 				}
 			}}},
 		{name: "crawler running and redis reachable: running, stats copied",
@@ -115,18 +115,17 @@ func TestDecide(t *testing.T) {
 				r.PagesFound, r.PagesDone, r.Size = 10, 3, 12345678
 				return r
 			}(),
-			checks: []check{wantTransition(store.StateRunning), func(t *testing.T, d decision) {
-				s := d.Status
-				if s.PagesFound != 10 || s.PagesDone != 3 || s.SizeHuman != "12.3 MB" || s.RunningSince == nil {
-					t.Errorf("status %+v", s)
+			checks: []check{wantTransition(store.StateRunning), func(t *testing.T, p plan) {
+				if pr := p.Progress; pr == nil || pr.PagesFound != 10 || pr.PagesDone != 3 || pr.Size != 12345678 || p.RunningSince == nil {
+					t.Errorf("progress %+v running since %v", pr, p.RunningSince)
 				}
 			}}},
 		{name: "from waiting_capacity back to running",
 			job: newJob(1, runningStatus(store.StateWaitingCapacity, 1)), at: time.Minute,
 			pods: pods(corev1.PodRunning), redis: reachable("running"),
-			checks: []check{wantTransition(store.StateRunning), func(t *testing.T, d decision) {
-				if !slices.Contains(d.Transitions[0].From, store.StateWaitingCapacity) {
-					t.Errorf("from %v", d.Transitions[0].From)
+			checks: []check{wantTransition(store.StateRunning), func(t *testing.T, p plan) {
+				if !slices.Contains(p.Transitions[0].From, store.StateWaitingCapacity) {
+					t.Errorf("from %v", p.Transitions[0].From)
 				}
 			}}},
 		{name: "all done and exited: complete with stats",
@@ -137,9 +136,9 @@ func TestDecide(t *testing.T) {
 				r.PagesFound, r.PagesDone, r.FilesAdded = 5, 5, 2
 				return r
 			}(),
-			checks: []check{wantTransition(store.StateComplete), func(t *testing.T, d decision) {
-				if !d.Transitions[0].Finished || *d.Transitions[0].Stats != (store.CrawlStats{Found: 5, Done: 5}) {
-					t.Errorf("transition %+v", d.Transitions[0])
+			checks: []check{wantTransition(store.StateComplete), func(t *testing.T, p plan) {
+				if !p.Transitions[0].Finished || *p.Transitions[0].Stats != (store.CrawlStats{Found: 5, Done: 5}) {
+					t.Errorf("transition %+v", p.Transitions[0])
 				}
 			}}},
 		{name: "done with pages left: partial_complete",
@@ -211,17 +210,17 @@ func TestDecide(t *testing.T) {
 		{name: "steady running crawl: no transition, no requeue",
 			job: newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
 			pods: pods(corev1.PodRunning), redis: reachable("running"),
-			checks: []check{wantTransition(""), func(t *testing.T, d decision) {
-				if d.RequeueAfter != 0 || d.Control.Stopping {
-					t.Errorf("requeue %v stopping %v", d.RequeueAfter, d.Control.Stopping)
+			checks: []check{wantTransition(""), func(t *testing.T, p plan) {
+				if p.RequeueAfter != 0 || p.Control.Stopping {
+					t.Errorf("requeue %v stopping %v", p.RequeueAfter, p.Control.Stopping)
 				}
 			}}},
 		{name: "user stop is asserted in redis",
 			job:  newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.Spec.Stopping = true }),
 			at:   time.Minute,
 			pods: pods(corev1.PodRunning), redis: reachable("running"),
-			checks: []check{func(t *testing.T, d decision) {
-				if !d.Control.Stopping || !d.Status.Stopping {
+			checks: []check{func(t *testing.T, p plan) {
+				if !p.Control.Stopping || !p.Stopping {
 					t.Error("not stopping")
 				}
 			}}},
@@ -229,8 +228,8 @@ func TestDecide(t *testing.T) {
 			job:  newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.Spec.CrawlTimeout = 60 }),
 			at:   time.Minute,
 			pods: pods(corev1.PodRunning), redis: reachable("running"),
-			checks: []check{func(t *testing.T, d decision) {
-				if !d.Control.Stopping {
+			checks: []check{func(t *testing.T, p plan) {
+				if !p.Control.Stopping {
 					t.Error("not stopping")
 				}
 			}}},
@@ -238,27 +237,27 @@ func TestDecide(t *testing.T) {
 			job:  newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.Spec.CrawlTimeout = 90 }),
 			at:   time.Minute,
 			pods: pods(corev1.PodRunning), redis: reachable("running"),
-			checks: []check{func(t *testing.T, d decision) {
-				if d.Control.Stopping || d.RequeueAfter != 30*time.Second {
-					t.Errorf("stopping %v requeue %v", d.Control.Stopping, d.RequeueAfter)
+			checks: []check{func(t *testing.T, p plan) {
+				if p.Control.Stopping || p.RequeueAfter != 30*time.Second {
+					t.Errorf("stopping %v requeue %v", p.Control.Stopping, p.RequeueAfter)
 				}
 			}}},
 		{name: "size limit exceeded stops, and stays stopped when the size drops",
 			job:  newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.Spec.MaxCrawlSize = 1000; cj.Status.Stopping = true }),
 			at:   time.Minute,
 			pods: pods(corev1.PodRunning), redis: func() *redisState { r := reachable("running"); r.Size = 10; return r }(),
-			checks: []check{func(t *testing.T, d decision) {
-				if !d.Control.Stopping {
+			checks: []check{func(t *testing.T, p plan) {
+				if !p.Control.Stopping {
 					t.Error("not stopping")
 				}
 			}}},
 		{name: "scale down asks the instances above to stop and keeps them",
 			job: newJob(1, runningStatus(store.StateRunning, 3)), at: time.Minute,
 			pods: pods(corev1.PodRunning, corev1.PodRunning, corev1.PodRunning), redis: reachable("running", "running", "running"),
-			checks: []check{wantScale(3), wantPods(0, 1, 2), func(t *testing.T, d decision) {
+			checks: []check{wantScale(3), wantPods(0, 1, 2), func(t *testing.T, p plan) {
 				want := map[string]bool{name(1): true, name(2): true}
-				if len(d.Control.StopOne) != 2 || !d.Control.StopOne[name(1)] || !d.Control.StopOne[name(2)] {
-					t.Errorf("stopone %v, want %v", d.Control.StopOne, want)
+				if len(p.Control.StopOne) != 2 || !p.Control.StopOne[name(1)] || !p.Control.StopOne[name(2)] {
+					t.Errorf("stopone %v, want %v", p.Control.StopOne, want)
 				}
 			}}},
 		{name: "scale down drops only the contiguous top of Succeeded instances",
@@ -268,9 +267,9 @@ func TestDecide(t *testing.T) {
 		{name: "scale down completes when all above are Succeeded",
 			job: newJob(1, runningStatus(store.StateRunning, 3)), at: time.Minute,
 			pods: pods(corev1.PodRunning, corev1.PodSucceeded, corev1.PodSucceeded), redis: reachable("running", "done", "done"),
-			checks: []check{wantScale(1), wantPods(0), func(t *testing.T, d decision) {
-				if len(d.Control.Cleanup) != 0 {
-					t.Errorf("cleanup %v before the pods are gone", d.Control.Cleanup)
+			checks: []check{wantScale(1), wantPods(0), func(t *testing.T, p plan) {
+				if len(p.Control.Cleanup) != 0 {
+					t.Errorf("cleanup %v before the pods are gone", p.Control.Cleanup)
 				}
 			}}},
 		{name: "an interrupted instance is not dropped",
@@ -289,9 +288,9 @@ func TestDecide(t *testing.T) {
 				r.StopOne[name(1)], r.StopOne[name(2)] = true, true
 				return r
 			}(),
-			checks: []check{func(t *testing.T, d decision) {
-				if !slices.Equal(d.Control.Cleanup, []string{name(1), name(2)}) {
-					t.Errorf("cleanup %v", d.Control.Cleanup)
+			checks: []check{func(t *testing.T, p plan) {
+				if !slices.Equal(p.Control.Cleanup, []string{name(1), name(2)}) {
+					t.Errorf("cleanup %v", p.Control.Cleanup)
 				}
 			}}},
 		{name: "scale down waits while redis is unreachable",
@@ -309,9 +308,9 @@ func TestDecide(t *testing.T) {
 		{name: "scale up waits for a stale instance's fields to be cleaned",
 			job: newJob(2, runningStatus(store.StateRunning, 1)), at: time.Minute,
 			pods: pods(corev1.PodRunning), redis: func() *redisState { r := reachable("running", "done"); r.PagesFound = 9; return r }(),
-			checks: []check{wantScale(1), wantPods(0), func(t *testing.T, d decision) {
-				if !slices.Equal(d.Control.Cleanup, []string{name(1)}) {
-					t.Errorf("cleanup %v", d.Control.Cleanup)
+			checks: []check{wantScale(1), wantPods(0), func(t *testing.T, p plan) {
+				if !slices.Equal(p.Control.Cleanup, []string{name(1)}) {
+					t.Errorf("cleanup %v", p.Control.Cleanup)
 				}
 			}}},
 		{name: "scaling back up clears a pending stopone",
@@ -322,44 +321,44 @@ func TestDecide(t *testing.T) {
 				r.StopOne[name(1)] = true
 				return r
 			}(),
-			checks: []check{func(t *testing.T, d decision) {
-				if v, ok := d.Control.StopOne[name(1)]; !ok || v {
-					t.Errorf("stopone %v", d.Control.StopOne)
+			checks: []check{func(t *testing.T, p plan) {
+				if v, ok := p.Control.StopOne[name(1)]; !ok || v {
+					t.Errorf("stopone %v", p.Control.StopOne)
 				}
 			}}},
 		{name: "restart request: crawler pods go, PVCs stay",
 			job:  newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.Spec.RestartTime = "2026-11-30T12:00:30Z" }),
 			at:   time.Minute,
 			pods: pods(corev1.PodRunning), redis: reachable("running"),
-			checks: []check{wantPods(), func(t *testing.T, d decision) {
-				if d.Status.RestartTime != "" || !slices.Equal(d.Plan.CrawlerPVCs, []int{0}) {
-					t.Errorf("restartTime %q pvcs %v", d.Status.RestartTime, d.Plan.CrawlerPVCs)
+			checks: []check{wantPods(), func(t *testing.T, p plan) {
+				if p.RestartRecorded || !slices.Equal(p.Children.CrawlerPVCs, []int{0}) {
+					t.Errorf("restart recorded %v pvcs %v", p.RestartRecorded, p.Children.CrawlerPVCs)
 				}
 			}}},
 		{name: "restart request: once the pods are gone they are recreated",
 			job: newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.Spec.RestartTime = "2026-11-30T12:00:30Z" }),
 			at:  time.Minute, redis: reachable("running"),
-			checks: []check{wantPods(0), func(t *testing.T, d decision) {
-				if d.Status.RestartTime != "2026-11-30T12:00:30Z" {
-					t.Errorf("restartTime %q", d.Status.RestartTime)
+			checks: []check{wantPods(0), func(t *testing.T, p plan) {
+				if !p.RestartRecorded {
+					t.Error("restart not recorded")
 				}
 			}}},
 		{name: "restart of a crawl waiting for capacity: its new pods are created with restartTime recorded",
 			job: newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.State, s.Scale = store.StateWaitingCapacity, 1 }),
 				func(cj *trawlerv1.CrawlJob) { cj.Spec.RestartTime = "2026-11-30T12:01:30Z" }),
 			at: 2 * time.Minute,
-			checks: []check{wantPods(0), func(t *testing.T, d decision) {
-				if d.Status.RestartTime != "2026-11-30T12:01:30Z" {
-					t.Errorf("restartTime %q", d.Status.RestartTime)
+			checks: []check{wantPods(0), func(t *testing.T, p plan) {
+				if !p.RestartRecorded {
+					t.Error("restart not recorded")
 				}
 			}}},
 		{name: "no crawler active: running crawl waits for capacity and notes when activity stopped",
 			job: newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
 			pods: pods(corev1.PodPending), redis: reachable("running"),
-			checks: []check{wantTransition(store.StateWaitingCapacity), func(t *testing.T, d decision) {
-				if d.Status.LastActiveTime == nil || !d.Status.LastActiveTime.Time.Equal(t0.Add(time.Minute)) ||
-					!d.Status.InitRedis || d.RequeueAfter != 60*time.Second {
-					t.Errorf("lastActive %v initRedis %v requeue %v", d.Status.LastActiveTime, d.Status.InitRedis, d.RequeueAfter)
+			checks: []check{wantTransition(store.StateWaitingCapacity), func(t *testing.T, p plan) {
+				if p.Activity.LastActiveTime == nil || !p.Activity.LastActiveTime.Time.Equal(t0.Add(time.Minute)) ||
+					!p.Activity.InitRedis || p.RequeueAfter != 60*time.Second {
+					t.Errorf("lastActive %v initRedis %v requeue %v", p.Activity.LastActiveTime, p.Activity.InitRedis, p.RequeueAfter)
 				}
 			}}},
 		{name: "redis paused after 60 s without an active crawler",
@@ -368,9 +367,9 @@ func TestDecide(t *testing.T) {
 				s.Conditions = []metav1.Condition{{Type: CondCrawlerActive, Status: metav1.ConditionFalse}}
 			})),
 			at: 61 * time.Second, pods: pods(corev1.PodPending),
-			checks: []check{func(t *testing.T, d decision) {
-				if d.Status.InitRedis || d.Plan.RedisPod || d.Poll || !d.Plan.RedisPVC {
-					t.Errorf("initRedis %v plan %+v", d.Status.InitRedis, d.Plan)
+			checks: []check{func(t *testing.T, p plan) {
+				if p.Activity.InitRedis || p.Children.RedisPod || p.Poll || !p.Children.RedisPVC {
+					t.Errorf("initRedis %v plan %+v", p.Activity.InitRedis, p.Children)
 				}
 			}}},
 		{name: "redis unreachable beyond the grace: waiting_capacity",
@@ -380,16 +379,16 @@ func TestDecide(t *testing.T) {
 		{name: "redis unreachable within the grace: look again when it ends",
 			job: newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
 			pods: pods(corev1.PodRunning), redis: &redisState{Since: t0.Add(55 * time.Second)},
-			checks: []check{wantTransition(""), func(t *testing.T, d decision) {
-				if d.RequeueAfter != 5*time.Second {
-					t.Errorf("requeue %v", d.RequeueAfter)
+			checks: []check{wantTransition(""), func(t *testing.T, p plan) {
+				if p.RequeueAfter != 5*time.Second {
+					t.Errorf("requeue %v", p.RequeueAfter)
 				}
 			}}},
 		{name: "org limit reached: waiting_org_limit and no children",
 			job: newJob(1), at: time.Second, orgFul: true,
-			checks: []check{wantTransition(store.StateWaitingOrgLimit), func(t *testing.T, d decision) {
-				if d.Plan.RedisPVC || len(d.Plan.CrawlerPVCs) > 0 {
-					t.Errorf("plan %+v", d.Plan)
+			checks: []check{wantTransition(store.StateWaitingOrgLimit), func(t *testing.T, p plan) {
+				if p.Children.RedisPVC || len(p.Children.CrawlerPVCs) > 0 {
+					t.Errorf("plan %+v", p.Children)
 				}
 			}}},
 		{name: "org slot free again: starting",
@@ -397,9 +396,9 @@ func TestDecide(t *testing.T) {
 			checks: []check{wantTransition(store.StateStarting), wantPods(0)}},
 		{name: "let in after waiting over a minute, no crawler yet: starting, then waiting_capacity, in that order",
 			job: newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.State = store.StateWaitingOrgLimit })), at: 75 * time.Second,
-			checks: []check{wantTransitions(store.StateStarting, store.StateWaitingCapacity), wantPods(0), func(t *testing.T, d decision) {
-				if len(d.Transitions) == 2 && !slices.Equal(d.Transitions[1].From, waitingCapacityFrom) {
-					t.Errorf("second transition from %v", d.Transitions[1].From)
+			checks: []check{wantTransitions(store.StateStarting, store.StateWaitingCapacity), wantPods(0), func(t *testing.T, p plan) {
+				if len(p.Transitions) == 2 && !slices.Equal(p.Transitions[1].From, waitingCapacityFrom) {
+					t.Errorf("second transition from %v", p.Transitions[1].From)
 				}
 			}}},
 		{name: "let in after waiting over a minute with its crawler up: starting, then running",
@@ -412,13 +411,12 @@ func TestDecide(t *testing.T) {
 			checks: []check{wantTransitions(store.StateRunning), wantPods(0)}},
 		{name: "missing config map: no children yet",
 			job: newJob(1), at: 10 * time.Second, noCM: true,
-			checks: []check{wantTransition(""), func(t *testing.T, d decision) {
-				c := meta.FindStatusCondition(d.Status.Conditions, CondSpecValid)
-				if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "ConfigMap") {
-					t.Errorf("condition %+v", c)
+			checks: []check{wantTransition(""), func(t *testing.T, p plan) {
+				if len(p.Problems) != 1 || !strings.Contains(p.Problems[0], "ConfigMap") {
+					t.Errorf("problems %q", p.Problems)
 				}
-				if d.Plan.RedisPVC || d.RequeueAfter != 50*time.Second {
-					t.Errorf("plan %+v requeue %v", d.Plan, d.RequeueAfter)
+				if p.Children.RedisPVC || p.RequeueAfter != 50*time.Second {
+					t.Errorf("plan %+v requeue %v", p.Children, p.RequeueAfter)
 				}
 			}}},
 		{name: "missing config map for a minute: failed",
@@ -426,9 +424,9 @@ func TestDecide(t *testing.T) {
 			checks: []check{wantTransition(store.StateFailed)}},
 		{name: "scale out of range is clamped and reported",
 			job: newJob(7), at: time.Second,
-			checks: []check{wantScale(3), func(t *testing.T, d decision) {
-				if len(d.Problems) != 1 || !strings.Contains(d.Problems[0], "outside 1..3") {
-					t.Errorf("problems %v", d.Problems)
+			checks: []check{wantScale(3), func(t *testing.T, p plan) {
+				if len(p.Problems) != 1 || !strings.Contains(p.Problems[0], "outside 1..3") {
+					t.Errorf("problems %v", p.Problems)
 				}
 			}}},
 		{name: "finished with crawler pods left: keep redis and every PVC",
@@ -436,16 +434,16 @@ func TestDecide(t *testing.T) {
 				s.State, s.Finished, s.Scale = store.StateComplete, mtime(t0), 1
 			})),
 			at: time.Minute, pods: pods(corev1.PodSucceeded),
-			checks: []check{func(t *testing.T, d decision) {
-				if !d.Teardown || len(d.Plan.CrawlerPods) != 0 || !d.Plan.RedisPVC {
-					t.Errorf("plan %+v", d.Plan)
+			checks: []check{func(t *testing.T, p plan) {
+				if !p.Teardown || len(p.Children.CrawlerPods) != 0 || !p.Children.RedisPVC {
+					t.Errorf("plan %+v", p.Children)
 				}
 			}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := observed{
-				Now: t0.Add(tt.at), Job: tt.job, Crawlers: tt.pods, ConfigMapOK: !tt.noCM,
+				Now: t0.Add(tt.at), Crawlers: tt.pods, ConfigMapOK: !tt.noCM,
 				OrgSlotFree: !tt.orgFul, Redis: tt.redis, PVCs: map[string]*corev1.PersistentVolumeClaim{},
 			}
 			if o.Crawlers == nil {
@@ -454,9 +452,13 @@ func TestDecide(t *testing.T) {
 			if tt.job.Status.InitRedis {
 				o.RedisPod = redisPodIn(corev1.PodRunning)
 			}
-			d := decide(o, testConfig())
+			before := tt.job.DeepCopy()
+			p := decide(tt.job, o, testConfig())
 			for _, c := range tt.checks {
-				c(t, d)
+				c(t, p)
+			}
+			if !apiequality.Semantic.DeepEqual(before, tt.job) {
+				t.Error("decide changed the job")
 			}
 		})
 	}

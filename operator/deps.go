@@ -36,8 +36,9 @@ type Deps struct {
 	// Metrics reads pod usage from metrics.k8s.io when the cluster serves
 	// it (nil: no usage is reported).
 	Metrics metricsclient.Interface
-	// Events, when set, is told when crawls start and finish (webhooks).
-	Events EventSender
+	// Events, when set, is the webhook notifier told when crawls start
+	// and finish (not Kubernetes Events, which Recorder records).
+	Events Notifier
 	// Telemetry records the operator's Prometheus metrics (nil: none).
 	Telemetry *Telemetry
 }
@@ -49,8 +50,9 @@ type CrawlStore interface {
 	// SetCrawlState is the compare-and-set of state transitions; it returns
 	// whether it changed the crawl and the crawl as stored afterwards.
 	SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra store.CrawlStateExtra) (bool, *store.Crawl, error)
-	// UpdateCrawlStats stores live stats unless the crawl has ended.
-	UpdateCrawlStats(ctx context.Context, crawlID string, s store.CrawlStats) (bool, error)
+	// RecordCrawlProgress stores live stats (unless the crawl has ended)
+	// and the per-pod view in one write; nil leaves either as it is.
+	RecordCrawlProgress(ctx context.Context, crawlID string, stats *store.CrawlStats, pods map[string]store.PodStatus) (bool, error)
 	// AddCrawlFiles records WACZ files, each at most once per filename.
 	AddCrawlFiles(ctx context.Context, crawlID string, files []store.CrawlFile) (store.FileResult, error)
 	// AddCrawlErrors records error lines seq, seq+1, ... at most once.
@@ -58,8 +60,6 @@ type CrawlStore interface {
 	// AddOperatorCrawlErrors records the operator's own lines about a
 	// crawl, after the crawler's, at most once.
 	AddOperatorCrawlErrors(ctx context.Context, crawlID string, lines []string) error
-	// SetCrawlPods replaces the per-pod view of the crawl.
-	SetCrawlPods(ctx context.Context, crawlID string, pods map[string]store.PodStatus) error
 	// RunPostCrawlTasks does the store's idempotent post-crawl work.
 	RunPostCrawlTasks(ctx context.Context, crawlID string) (*store.Crawl, error)
 	// GetCrawlByID returns a crawl in any org.
@@ -83,11 +83,11 @@ type usageAPI interface {
 	list(ctx context.Context, ns, selector string) (map[string]podUsage, error)
 }
 
-// EventSender is told when crawls start running and when they finish; it
+// Notifier is told when crawls start running and when they finish; it
 // stores their webhook notifications, which are delivered in the
 // background (webhook.Notifier implements it). Both calls may be repeated
 // for a crawl: only the first stores anything.
-type EventSender interface {
+type Notifier interface {
 	CrawlStarted(ctx context.Context, c *store.Crawl) error
 	CrawlFinished(ctx context.Context, c *store.Crawl) error
 }

@@ -31,7 +31,7 @@ const redisGraceSeconds = 10
 const unreachableTolerationSeconds = 300
 
 // childPlan says which children a CrawlJob should have right now. decide
-// (decide.go) fills it; desiredChildren renders it.
+// fills it (plan.Children); desiredChildren renders it.
 type childPlan struct {
 	// CrawlerPVCs and CrawlerPods are the instance indices to render.
 	CrawlerPVCs []int

@@ -45,9 +45,9 @@ func NewCrawlChildren(cj *trawlerv1.CrawlJob, cfg Config) ([]*corev1.PersistentV
 // new CrawlJob whose config map exists, for a benchmark that writes it
 // without the operator.
 func FirstStatus(cj *trawlerv1.CrawlJob, cfg Config, now time.Time) trawlerv1.CrawlJobStatus {
-	o := observed{Now: now, Job: cj, Crawlers: map[int]*corev1.Pod{},
+	o := observed{Now: now, Crawlers: map[int]*corev1.Pod{},
 		PVCs: map[string]*corev1.PersistentVolumeClaim{}, ConfigMapOK: true, OrgSlotFree: true}
-	return crawlStatus(o, decide(o, cfg), nil)
+	return crawlStatus(cj, decide(cj, o, cfg), o)
 }
 
 // byName lists a map's values in key order.

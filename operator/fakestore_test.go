@@ -107,21 +107,25 @@ func (m *memStore) SetCrawlState(_ context.Context, id, state string, from []str
 	return true, &cp, nil
 }
 
-func (m *memStore) UpdateCrawlStats(_ context.Context, id string, s store.CrawlStats) (bool, error) {
+func (m *memStore) RecordCrawlProgress(_ context.Context, id string, s *store.CrawlStats, pods map[string]store.PodStatus) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.enter("UpdateCrawlStats"); err != nil {
+	if err := m.enter("RecordCrawlProgress"); err != nil {
 		return false, err
 	}
 	c, err := m.crawl(id)
 	if err != nil {
 		return false, err
 	}
-	if store.IsFinished(c.State) || (c.Stats != nil && *c.Stats == s) {
-		return false, nil
+	wrote := false
+	if s != nil && !store.IsFinished(c.State) && (c.Stats == nil || *c.Stats != *s) {
+		st := *s
+		c.Stats, wrote = &st, true
 	}
-	c.Stats = &s
-	return true, nil
+	if pods != nil {
+		c.Pods, wrote = pods, true
+	}
+	return wrote, nil
 }
 
 func (m *memStore) AddCrawlFiles(_ context.Context, id string, files []store.CrawlFile) (store.FileResult, error) {
@@ -175,20 +179,6 @@ func (m *memStore) AddOperatorCrawlErrors(_ context.Context, id string, lines []
 		return err
 	}
 	m.opLines[id] = lines
-	return nil
-}
-
-func (m *memStore) SetCrawlPods(_ context.Context, id string, pods map[string]store.PodStatus) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := m.enter("SetCrawlPods"); err != nil {
-		return err
-	}
-	c, err := m.crawl(id)
-	if err != nil {
-		return err
-	}
-	c.Pods = pods
 	return nil
 }
 

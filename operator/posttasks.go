@@ -3,60 +3,11 @@ package operator
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
 	"github.com/trawlerhq/trawler/store"
 )
-
-// finishers tracks the post-crawl task runs, one per finished crawl.
-type finishers struct {
-	mu      sync.Mutex
-	running map[string]bool
-	doneSet map[string]bool
-	wg      sync.WaitGroup
-}
-
-func newFinishers() *finishers {
-	return &finishers{running: map[string]bool{}, doneSet: map[string]bool{}}
-}
-
-// start runs fn for key unless it runs already or has completed.
-func (f *finishers) start(key string, fn func()) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.running[key] || f.doneSet[key] {
-		return
-	}
-	f.running[key] = true
-	f.wg.Go(func() {
-		fn()
-		f.mu.Lock()
-		delete(f.running, key)
-		f.mu.Unlock()
-	})
-}
-
-func (f *finishers) markDone(key string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.doneSet[key] = true
-}
-
-func (f *finishers) done(key string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.doneSet[key]
-}
-
-func (f *finishers) forget(key string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.doneSet, key)
-}
-
-func (f *finishers) wait() { f.wg.Wait() }
 
 // startPostCrawlTasks runs the post-crawl tasks of a finished crawl in
 // the background, once; when they are done the job is synced again, and
@@ -64,10 +15,10 @@ func (f *finishers) wait() { f.wg.Wait() }
 // not redo them.
 func (c *Controller) startPostCrawlTasks(ctx context.Context, key string, cj *trawlerv1.CrawlJob, hasRedis bool) {
 	job := cj.DeepCopy()
-	c.finishers.start(key, func() {
+	c.background.start(key, func() {
 		c.finishTasks(ctx, key, job, hasRedis)
 		if ctx.Err() == nil {
-			c.finishers.markDone(key)
+			c.background.markDone(key)
 			c.queue.Add(key)
 		}
 	})
@@ -102,8 +53,8 @@ func (c *Controller) finishTasks(ctx context.Context, key string, cj *trawlerv1.
 	for attempt := 1; ctx.Err() == nil; attempt++ {
 		sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
 		crawl, err := c.store.RunPostCrawlTasks(sctx, cj.Spec.ID)
-		if err == nil && c.events != nil {
-			err = c.events.CrawlFinished(sctx, crawl)
+		if err == nil && c.notifier != nil {
+			err = c.notifier.CrawlFinished(sctx, crawl)
 		}
 		cancel()
 		switch {

@@ -14,48 +14,74 @@ import (
 	"github.com/trawlerhq/trawler/store"
 )
 
-// crawlStatus is the status a sync writes, computed once after its I/O
-// (in the manner of KubeRay's calculateStatus): what decide decided, the
-// pods as observed (with their usage), the store's answers to the state
-// transitions decide planned, in order, and whether the post-crawl tasks
-// and the crawlStarted notification are done. The crawl document is the source of truth for the state: a
-// transition the store refused leaves the state the document holds, and
-// the transitions planned after it are not attempted (results is shorter
-// than d.Transitions then, as it is after a store error).
-func crawlStatus(o observed, d decision, results []transitionResult) trawlerv1.CrawlJobStatus {
-	st := *d.Status.DeepCopy()
-	st.State = o.Job.Status.State
+// crawlStatus is the one function that assembles a CrawlJob's status,
+// once per sync and after its I/O (in the manner of KubeRay's
+// calculateStatus), from the status last written (cj), what decide
+// concluded (p) and what the pass observed (o): the pods with their
+// usage, the store's answers to the plan's transitions, and the
+// background tasks just done. The crawl document is the source of truth
+// for the state: a transition the store refused leaves the state the
+// document holds, and the transitions planned after it are not attempted
+// (o.Answers is shorter than p.Transitions then, as after a store
+// error).
+func crawlStatus(cj *trawlerv1.CrawlJob, p plan, o observed) trawlerv1.CrawlJobStatus {
+	st := *cj.Status.DeepCopy()
 	if st.State == "" {
 		st.State = store.StateStarting
 	}
-	for i, res := range results {
-		applyTransitionResult(&st, d.Transitions[i], res, o.Now)
+	st.ObservedGeneration = cj.Generation
+	setSpecCondition(&st, p.Problems, o.Now)
+
+	// decide's facts.
+	st.Scale, st.RestartsAtProgress = p.Scale, p.RestartsAtProgress
+	st.WaitingReason, st.RunningSince, st.Stopping = p.WaitingReason, p.RunningSince.DeepCopy(), p.Stopping
+	if p.RestartRecorded {
+		st.RestartTime = cj.Spec.RestartTime
+	}
+	if a := p.Activity; a != nil {
+		st.InitRedis, st.LastActiveTime = a.InitRedis, a.LastActiveTime.DeepCopy()
+		setCrawlerActiveCondition(&st, a.Active, o.Now)
+	}
+	if p.FailReason != "" {
+		st.FailReason = p.FailReason
+	}
+	if pr := p.Progress; pr != nil {
+		st.PagesFound, st.PagesDone, st.Size, st.SizeHuman = pr.PagesFound, pr.PagesDone, pr.Size, humanSize(pr.Size)
+		st.FilesAdded, st.FilesAddedSize = pr.FilesAdded, pr.FilesAddedSize
+	}
+
+	// The store's answers.
+	for i, res := range o.Answers {
+		applyTransitionResult(&st, p.Transitions[i], res, o.Now)
 		if !res.Changed {
 			break
 		}
 	}
-	if o.Job.DeletionTimestamp != nil && len(results) > 0 && st.Finished == nil {
+	if cj.DeletionTimestamp != nil && len(o.Answers) > 0 && st.Finished == nil {
 		// The store answered the cancel of a deleted job with a state that
 		// is neither cancelable nor final: the job goes anyway.
 		f := metav1.NewTime(o.Now.Truncate(time.Second))
 		st.Finished = &f
 	}
-
-	if o.StartedNotified {
-		setCondition(&st, CondStartedNotified, metav1.ConditionTrue, "Stored", "crawlStarted notification stored", o.Now)
-	}
 	if st.State != store.StateFailed {
 		// The store refused the failure (the crawl ended otherwise first).
 		st.FailReason = ""
 	}
+
+	// The background tasks just done.
+	if o.StartedNotified {
+		setCondition(&st, CondStartedNotified, metav1.ConditionTrue, "Stored", "crawlStarted notification stored", o.Now)
+	}
 	if o.FailureReported && st.FailReason != "" {
 		setCondition(&st, CondFailureReported, metav1.ConditionTrue, "Stored", "failure reason and crawler logs stored in the crawl's errors", o.Now)
 	}
-	st.Pods = podStatuses(o)
+
+	// The pods.
+	st.Pods = podStatuses(cj, o)
 	if st.Finished != nil {
 		// Keep the last view of pods torn down: their exit is the story of
 		// the crawl.
-		for k, v := range o.Job.Status.Pods {
+		for k, v := range cj.Status.Pods {
 			if _, ok := st.Pods[k]; !ok {
 				if st.Pods == nil {
 					st.Pods = map[string]trawlerv1.PodStatus{}
@@ -110,13 +136,13 @@ type transitionResult struct {
 // podStatuses describes each child pod, keyed "redis", "0", "1", ...:
 // phase, requests (with its PVC's storage), usage, restarts and the last
 // exit.
-func podStatuses(o observed) map[string]trawlerv1.PodStatus {
+func podStatuses(cj *trawlerv1.CrawlJob, o observed) map[string]trawlerv1.PodStatus {
 	out := map[string]trawlerv1.PodStatus{}
-	id := o.Job.Spec.ID
+	id := cj.Spec.ID
 	add := func(key string, p *corev1.Pod, pvc *corev1.PersistentVolumeClaim) {
 		s := podStatus(p, pvc)
 		u, measured := o.Usage[p.Name]
-		s.Usage = mergeUsage(o.Job.Status.Pods[key].Usage, u, measured)
+		s.Usage = mergeUsage(cj.Status.Pods[key].Usage, u, measured)
 		out[key] = s
 	}
 	if o.RedisPod != nil {
@@ -157,36 +183,6 @@ func podStatus(p *corev1.Pod, pvc *corev1.PersistentVolumeClaim) trawlerv1.PodSt
 		}
 	}
 	return s
-}
-
-// setSpecCondition reports spec problems in the SpecValid condition.
-func setSpecCondition(st *trawlerv1.CrawlJobStatus, problems []string, now time.Time) {
-	if len(problems) == 0 {
-		setCondition(st, CondSpecValid, metav1.ConditionTrue, "Valid", "the spec is valid", now)
-		return
-	}
-	setCondition(st, CondSpecValid, metav1.ConditionFalse, "InvalidSpec", joinProblems(problems), now)
-}
-
-// setCondition sets a condition, moving its transition time only when its
-// status changes, so a steady crawl rewrites nothing.
-func setCondition(st *trawlerv1.CrawlJobStatus, typ string, status metav1.ConditionStatus, reason, msg string, now time.Time) {
-	for i := range st.Conditions {
-		c := &st.Conditions[i]
-		if c.Type != typ {
-			continue
-		}
-		if c.Status != status {
-			c.Status = status
-			c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
-		}
-		c.Reason, c.Message = reason, msg
-		return
-	}
-	st.Conditions = append(st.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: msg,
-		LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)),
-	})
 }
 
 // humanSize renders bytes in decimal units the way upstream's status did

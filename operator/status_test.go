@@ -6,8 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
 	"github.com/trawlerhq/trawler/store"
@@ -33,7 +34,7 @@ func TestTeardownOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := observed{Now: t0.Add(time.Minute), Job: finished, Crawlers: tt.crawlers, PVCs: pvcs, ConfigMapOK: true,
+			o := observed{Now: t0.Add(time.Minute), Crawlers: tt.crawlers, PVCs: pvcs, ConfigMapOK: true,
 				FinishTasksDone: tt.tasksDone}
 			if o.Crawlers == nil {
 				o.Crawlers = map[int]*corev1.Pod{}
@@ -41,46 +42,10 @@ func TestTeardownOrder(t *testing.T) {
 			if tt.redis {
 				o.RedisPod = redisPodIn(corev1.PodRunning)
 			}
-			d := decide(o, testConfig())
-			if d.Plan.RedisPod != tt.want.RedisPod || d.Plan.RedisPVC != tt.want.RedisPVC ||
-				!slices.Equal(d.Plan.CrawlerPVCs, tt.want.CrawlerPVCs) || len(d.Plan.CrawlerPods) != 0 {
-				t.Errorf("plan %+v, want %+v", d.Plan, tt.want)
-			}
-		})
-	}
-}
-
-func TestOrgSlotFree(t *testing.T) {
-	job := func(name string, at int, state string) *trawlerv1.CrawlJob {
-		cj := newJob(1)
-		cj.Name, cj.UID = name, types.UID(name)
-		cj.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(at) * time.Second))
-		cj.Status.State = state
-		return cj
-	}
-	a := job("crawljob-sched-a", 0, store.StateRunning)
-	b := job("crawljob-manual-b", 1, store.StateStarting)
-	c := job("crawljob-manual-c", 1, store.StateStarting)
-	done := job("crawljob-manual-0", -5, store.StateComplete)
-	all := []*trawlerv1.CrawlJob{done, c, b, a}
-	tests := []struct {
-		name string
-		cj   *trawlerv1.CrawlJob
-		max  int
-		want bool
-	}{
-		{"unlimited", c, 0, true},
-		{"oldest first by creation time, not name", a, 1, true},
-		{"second waits at max 1", b, 1, false},
-		{"same second: by name", b, 2, true},
-		{"same second, later name waits", c, 2, false},
-		{"finished crawls do not count", c, 3, true},
-		{"a running crawl holds its slot though a newer one sorts first", job("crawljob-manual-a", 1, store.StateStarting), 1, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := orgSlotFree(tt.cj, all, tt.max); got != tt.want {
-				t.Errorf("got %v, want %v", got, tt.want)
+			p := decide(finished, o, testConfig())
+			if p.Children.RedisPod != tt.want.RedisPod || p.Children.RedisPVC != tt.want.RedisPVC ||
+				!slices.Equal(p.Children.CrawlerPVCs, tt.want.CrawlerPVCs) || len(p.Children.CrawlerPods) != 0 {
+				t.Errorf("children %+v, want %+v", p.Children, tt.want)
 			}
 		})
 	}
@@ -126,33 +91,6 @@ func TestApplyTransitionResult(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-func TestCrawlStatusFoldsTransitionsInOrder(t *testing.T) {
-	waiting := newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.State = store.StateWaitingOrgLimit }))
-	d := decision{Status: waiting.Status, Transitions: []transition{
-		{To: store.StateStarting, From: []string{store.StateWaitingOrgLimit}},
-		{To: store.StateRunning, From: []string{store.StateStarting}},
-	}}
-	tests := []struct {
-		name    string
-		results []transitionResult
-		want    string
-	}{
-		{"both made", []transitionResult{{Changed: true, State: store.StateStarting}, {Changed: true, State: store.StateRunning}}, store.StateRunning},
-		{"the second refused: the document's state", []transitionResult{{Changed: true, State: store.StateStarting},
-			{State: store.StateCanceled, Finished: ptr(t0)}}, store.StateCanceled},
-		{"the second not tried (store error)", []transitionResult{{Changed: true, State: store.StateStarting}}, store.StateStarting},
-		{"none tried", nil, store.StateWaitingOrgLimit},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			o := observed{Now: t0.Add(time.Minute), Job: waiting}
-			if got := crawlStatus(o, d, tt.results).State; got != tt.want {
-				t.Errorf("state %s, want %s", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestNeedsStatusUpdate(t *testing.T) {
 	base := newJob(1, runningStatus(store.StateRunning, 1)).Status
 	base.PagesFound, base.PagesDone = 10, 2
@@ -181,6 +119,260 @@ func TestNeedsStatusUpdate(t *testing.T) {
 			tt.change(&cur)
 			if got := needsStatusUpdate(base, cur); got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCrawlStatus covers the one function that assembles a CrawlJob's
+// status: from the status last written, decide's plan and what the pass
+// observed, the store's answers included.
+func TestCrawlStatus(t *testing.T) {
+	now := t0.Add(time.Minute)
+	running := newJob(1, runningStatus(store.StateRunning, 1), withStatus(func(s *trawlerv1.CrawlJobStatus) {
+		s.PagesFound, s.PagesDone, s.Size, s.SizeHuman = 10, 2, 2000, "2.0 kB"
+	}))
+	waiting := newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.State = store.StateWaitingOrgLimit }))
+	letIn := []transition{
+		{To: store.StateStarting, From: []string{store.StateWaitingOrgLimit}},
+		{To: store.StateRunning, From: []string{store.StateStarting}},
+	}
+	complete := transition{To: store.StateComplete, From: store.ActiveStates, Finished: true,
+		Stats: &store.CrawlStats{Found: 12, Done: 12, Size: 3000}}
+	failed := transition{To: store.StateFailed, From: store.ActiveStates, Finished: true}
+	finished := newJob(1, runningStatus(store.StateComplete, 1), withStatus(func(s *trawlerv1.CrawlJobStatus) {
+		s.Finished = mtime(t0)
+		s.Pods = map[string]trawlerv1.PodStatus{"0": {Phase: "Succeeded"}, "redis": {Phase: "Running"}}
+	}))
+	wantState := func(want string) func(*testing.T, trawlerv1.CrawlJobStatus) {
+		return func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+			t.Helper()
+			if st.State != want {
+				t.Errorf("state %s, want %s", st.State, want)
+			}
+		}
+	}
+	cond := func(st trawlerv1.CrawlJobStatus, typ string) *metav1.Condition {
+		return meta.FindStatusCondition(st.Conditions, typ)
+	}
+
+	tests := []struct {
+		name  string
+		job   *trawlerv1.CrawlJob
+		plan  func(*plan)     // changes to the plan that keeps everything
+		o     func(*observed) // changes to an observed pass with no pods
+		check func(*testing.T, trawlerv1.CrawlJobStatus)
+	}{
+		{name: "a new job: starting, its generation seen, the spec valid, the scale planned",
+			job:  newJob(2),
+			plan: func(p *plan) { p.Scale = 2 },
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if st.State != store.StateStarting || st.ObservedGeneration != 1 || st.Scale != 2 {
+					t.Errorf("state %s generation %d scale %d", st.State, st.ObservedGeneration, st.Scale)
+				}
+				if c := cond(st, CondSpecValid); c == nil || c.Status != metav1.ConditionTrue {
+					t.Errorf("SpecValid %+v", c)
+				}
+			}},
+		{name: "spec problems: SpecValid false with every problem",
+			job:  newJob(1),
+			plan: func(p *plan) { p.Problems = []string{"a", "b"} },
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if c := cond(st, CondSpecValid); c == nil || c.Status != metav1.ConditionFalse || c.Message != "a; b" {
+					t.Errorf("SpecValid %+v", c)
+				}
+			}},
+		{name: "decide's facts are recorded",
+			job: newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.Scale, s.RestartsAtProgress = 1, 4 })),
+			plan: func(p *plan) {
+				p.Scale, p.RestartsAtProgress, p.Stopping = 3, 0, true
+				p.WaitingReason, p.RunningSince = "waiting for redis", mtime(t0)
+			},
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if st.Scale != 3 || st.RestartsAtProgress != 0 || !st.Stopping || st.WaitingReason != "waiting for redis" ||
+					st.RunningSince == nil || !st.RunningSince.Time.Equal(t0) {
+					t.Errorf("status %+v", st)
+				}
+			}},
+		{name: "a restart done records the spec's restart time",
+			job:  newJob(1, func(cj *trawlerv1.CrawlJob) { cj.Spec.RestartTime = "2026-11-30T12:00:30Z" }),
+			plan: func(p *plan) { p.RestartRecorded = true },
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if st.RestartTime != "2026-11-30T12:00:30Z" {
+					t.Errorf("restartTime %q", st.RestartTime)
+				}
+			}},
+		{name: "a restart pending keeps the restart time recorded before",
+			job: newJob(1, func(cj *trawlerv1.CrawlJob) { cj.Spec.RestartTime = "2026-11-30T12:00:30Z" }),
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if st.RestartTime != "" {
+					t.Errorf("restartTime %q", st.RestartTime)
+				}
+			}},
+		{name: "activity: the crawler stopped, redis still up",
+			job: running,
+			plan: func(p *plan) {
+				p.Activity = &crawlerActivity{Active: false, InitRedis: true, LastActiveTime: mtime(now)}
+			},
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				c := cond(st, CondCrawlerActive)
+				if c == nil || c.Status != metav1.ConditionFalse || !c.LastTransitionTime.Time.Equal(now) {
+					t.Errorf("CrawlerActive %+v", c)
+				}
+				if !st.InitRedis || st.LastActiveTime == nil || !st.LastActiveTime.Time.Equal(now) {
+					t.Errorf("initRedis %v lastActive %v", st.InitRedis, st.LastActiveTime)
+				}
+			}},
+		{name: "no activity looked at: kept as it was",
+			job: running,
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if c := cond(st, CondCrawlerActive); c == nil || c.Status != metav1.ConditionTrue || !st.InitRedis {
+					t.Errorf("CrawlerActive %+v initRedis %v", c, st.InitRedis)
+				}
+			}},
+		{name: "progress from Redis, with its human size",
+			job: running,
+			plan: func(p *plan) {
+				p.Progress = &progress{PagesFound: 20, PagesDone: 5, Size: 12345678, FilesAdded: 1, FilesAddedSize: 99}
+			},
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if st.PagesFound != 20 || st.PagesDone != 5 || st.Size != 12345678 || st.SizeHuman != "12.3 MB" ||
+					st.FilesAdded != 1 || st.FilesAddedSize != 99 {
+					t.Errorf("status %+v", st)
+				}
+			}},
+		{name: "no progress read: the last kept",
+			job: running,
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if st.PagesFound != 10 || st.PagesDone != 2 || st.SizeHuman != "2.0 kB" {
+					t.Errorf("status %+v", st)
+				}
+			}},
+		{name: "transitions: both made",
+			job: waiting, plan: func(p *plan) { p.Transitions = letIn },
+			o: func(o *observed) {
+				o.Answers = []transitionResult{{Changed: true, State: store.StateStarting}, {Changed: true, State: store.StateRunning}}
+			},
+			check: wantState(store.StateRunning)},
+		{name: "transitions: the second refused, the document's state",
+			job: waiting, plan: func(p *plan) { p.Transitions = letIn },
+			o: func(o *observed) {
+				o.Answers = []transitionResult{{Changed: true, State: store.StateStarting}, {State: store.StateCanceled, Finished: ptr(t0)}}
+			},
+			check: wantState(store.StateCanceled)},
+		{name: "transitions: the second not tried (store error)",
+			job: waiting, plan: func(p *plan) { p.Transitions = letIn },
+			o:     func(o *observed) { o.Answers = []transitionResult{{Changed: true, State: store.StateStarting}} },
+			check: wantState(store.StateStarting)},
+		{name: "transitions: none tried",
+			job: waiting, plan: func(p *plan) { p.Transitions = letIn },
+			check: wantState(store.StateWaitingOrgLimit)},
+		{name: "a final state made brings its finished time and stats, over the progress",
+			job: running,
+			plan: func(p *plan) {
+				p.Progress = &progress{PagesFound: 12, PagesDone: 11, Size: 2900}
+				p.Transitions = []transition{complete}
+			},
+			o: func(o *observed) {
+				o.Answers = []transitionResult{{Changed: true, State: store.StateComplete, Finished: ptr(t0.Add(50 * time.Second))}}
+			},
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if st.State != store.StateComplete || st.Finished == nil || !st.Finished.Time.Equal(t0.Add(50*time.Second)) ||
+					st.PagesDone != 12 || st.Size != 3000 || st.SizeHuman != "3.0 kB" {
+					t.Errorf("status %+v", st)
+				}
+			}},
+		{name: "the operator's failure made: its reason kept",
+			job: running,
+			plan: func(p *plan) {
+				p.FailReason, p.Transitions = "crawler exited with the crawler's fatal code 17", []transition{failed}
+			},
+			o: func(o *observed) {
+				o.Answers = []transitionResult{{Changed: true, State: store.StateFailed, Finished: ptr(now)}}
+			},
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if st.State != store.StateFailed || st.FailReason == "" {
+					t.Errorf("state %s failReason %q", st.State, st.FailReason)
+				}
+			}},
+		{name: "the operator's failure refused: no reason",
+			job: running,
+			plan: func(p *plan) {
+				p.FailReason, p.Transitions = "crawler exited with the crawler's fatal code 17", []transition{failed}
+			},
+			o: func(o *observed) { o.Answers = []transitionResult{{State: store.StateComplete, Finished: ptr(t0)}} },
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if st.State != store.StateComplete || st.FailReason != "" {
+					t.Errorf("state %s failReason %q", st.State, st.FailReason)
+				}
+			}},
+		{name: "a deleted job whose cancel the store answered with a state it does not know is finished anyway",
+			job: newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.DeletionTimestamp = mtime(t0) }),
+			plan: func(p *plan) {
+				p.Transitions = []transition{{To: store.StateCanceled, From: store.ActiveStates, Finished: true}}
+			},
+			o: func(o *observed) { o.Answers = []transitionResult{{State: "paused"}} },
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if st.Finished == nil || !st.Finished.Time.Equal(now) {
+					t.Errorf("finished %v", st.Finished)
+				}
+			}},
+		{name: "background tasks just done are recorded",
+			job: newJob(1, runningStatus(store.StateFailed, 1), withStatus(func(s *trawlerv1.CrawlJobStatus) {
+				s.Finished, s.FailReason = mtime(t0), "getting nowhere"
+			})),
+			o: func(o *observed) { o.StartedNotified, o.FailureReported, o.FinishTasksDone = true, true, true },
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				for _, typ := range []string{CondStartedNotified, CondFailureReported, CondFinishTasks} {
+					if c := cond(st, typ); c == nil || c.Status != metav1.ConditionTrue {
+						t.Errorf("%s %+v", typ, c)
+					}
+				}
+			}},
+		{name: "no failure reported without a reason, no finish tasks before the end",
+			job: running,
+			o:   func(o *observed) { o.FailureReported, o.FinishTasksDone = true, true },
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if cond(st, CondFailureReported) != nil || cond(st, CondFinishTasks) != nil {
+					t.Errorf("conditions %+v", st.Conditions)
+				}
+			}},
+		{name: "the pods as observed, with their usage",
+			job: running,
+			o: func(o *observed) {
+				o.Crawlers = pods(corev1.PodRunning)
+				o.RedisPod = redisPodIn(corev1.PodRunning)
+				o.Usage = map[string]podUsage{name(0): {CPUMilli: 800, Memory: 600 << 20}}
+			},
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if len(st.Pods) != 2 || st.Pods["0"].Phase != "Running" || st.Pods["0"].Usage["cpu"] != "800m" ||
+					st.Pods["redis"].Phase != "Running" {
+					t.Errorf("pods %+v", st.Pods)
+				}
+			}},
+		{name: "a finished crawl keeps the last view of pods torn down",
+			job: finished,
+			o:   func(o *observed) { o.RedisPod = redisPodIn(corev1.PodRunning) },
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if len(st.Pods) != 2 || st.Pods["0"].Phase != "Succeeded" {
+					t.Errorf("pods %+v", st.Pods)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPlan(tt.job.Status)
+			if tt.plan != nil {
+				tt.plan(&p)
+			}
+			o := observed{Now: now, Crawlers: map[int]*corev1.Pod{}, PVCs: map[string]*corev1.PersistentVolumeClaim{}}
+			if tt.o != nil {
+				tt.o(&o)
+			}
+			before := tt.job.DeepCopy()
+			tt.check(t, crawlStatus(tt.job, p, o))
+			if !apiequality.Semantic.DeepEqual(before, tt.job) {
+				t.Error("crawlStatus changed the job")
 			}
 		})
 	}

@@ -88,7 +88,8 @@ func (b *writeBudget) forget(key string) {
 // the budget allow, and returns when to look again for progress it held
 // back. The CrawlJob status goes first (the crawl document already has
 // the state, from the compare-and-set); then the crawl document gets the
-// stats and the pod view that changed, so both move together.
+// stats and the pod view that changed, in one write, so both move
+// together.
 func (c *Controller) writeStatus(ctx context.Context, key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus) (time.Duration, error) {
 	now := c.clock.Now()
 	switch needsStatusUpdate(cj.Status, st) {
@@ -108,20 +109,45 @@ func (c *Controller) writeStatus(ctx context.Context, key string, cj *trawlerv1.
 	}
 	c.written.Store(key, writtenJob{replacedRV: cj.ResourceVersion, job: updated})
 	c.budget.wrote(key, now)
-	var errs []error
-	if st.Finished == nil {
-		// A finished crawl's stats came with its final state.
-		errs = append(errs, c.recordStats(ctx, key, cj, st))
-	}
-	errs = append(errs, c.recordPods(ctx, cj, st.Pods))
-	return 0, errors.Join(errs...)
+	return 0, c.recordProgress(ctx, key, cj, st)
 }
 
-// recordStats stores the status's stats in the crawl document when they
-// differ from what it holds. A restarted operator takes the stats of the
-// status last written as stored: at worst the document lags until the
+// recordProgress gives the crawl document, in one write, what it lacks of
+// the status just written: the stats when they differ from what it holds
+// (not for a finished crawl, whose stats came with its final state), and
+// the per-pod view when it changed enough since the status last written.
+func (c *Controller) recordProgress(ctx context.Context, key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus) error {
+	var stats *store.CrawlStats
+	if st.Finished == nil {
+		stats = c.unstoredStats(key, cj, st)
+	}
+	var pods map[string]store.PodStatus
+	if len(st.Pods) > 0 && podsChangedMuch(cj.Status.Pods, st.Pods) {
+		now := c.clock.Now().UTC()
+		pods = make(map[string]store.PodStatus, len(st.Pods))
+		for k, p := range st.Pods {
+			pods[k] = toStorePod(p, now)
+		}
+	}
+	if stats == nil && pods == nil {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
+	defer cancel()
+	if _, err := c.store.RecordCrawlProgress(sctx, cj.Spec.ID, stats, pods); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("recording crawl progress: %w", err)
+	}
+	if stats != nil {
+		c.budget.storeStats(key, *stats)
+	}
+	return nil
+}
+
+// unstoredStats returns the status's stats when they differ from what the
+// crawl document holds, else nil. A restarted operator takes the stats of
+// the status last written as stored: at worst the document lags until the
 // next progress write (and the final stats come with the final state).
-func (c *Controller) recordStats(ctx context.Context, key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus) error {
+func (c *Controller) unstoredStats(key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus) *store.CrawlStats {
 	stats := store.CrawlStats{Found: st.PagesFound, Done: st.PagesDone, Size: st.Size}
 	stored, known := c.budget.storedStats(key)
 	if !known {
@@ -130,33 +156,7 @@ func (c *Controller) recordStats(ctx context.Context, key string, cj *trawlerv1.
 	if stats == stored {
 		return nil
 	}
-	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
-	defer cancel()
-	if _, err := c.store.UpdateCrawlStats(sctx, cj.Spec.ID, stats); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("recording crawl stats: %w", err)
-	}
-	c.budget.storeStats(key, stats)
-	return nil
-}
-
-// recordPods stores the per-pod view in the crawl document when it
-// changed enough since the status last written.
-func (c *Controller) recordPods(ctx context.Context, cj *trawlerv1.CrawlJob, pods map[string]trawlerv1.PodStatus) error {
-	if len(pods) == 0 || !podsChangedMuch(cj.Status.Pods, pods) {
-		return nil
-	}
-	out := make(map[string]store.PodStatus, len(pods))
-	now := c.clock.Now().UTC()
-	for k, p := range pods {
-		out[k] = toStorePod(p, now)
-	}
-	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
-	defer cancel()
-	err := c.store.SetCrawlPods(sctx, cj.Spec.ID, out)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("recording pod status: %w", err)
-	}
-	return nil
+	return &stats
 }
 
 // podsChangedMuch reports changes worth a database write: pods coming or

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,19 +19,14 @@ import (
 )
 
 // sync reconciles one CrawlJob. It reads as the steps of the operator:
-// get, finalizer, observe, decide, then the I/O decide asked for (state
+// get, finalizer, observe, decide, then the I/O the plan asks for (state
 // transitions in the store, children, the poller), then the status,
-// computed once from all of that and written once, and what follows from
-// it (post-crawl tasks, release).
+// assembled once from all of that and written once, and what follows
+// from a crawl's end (failure report, post-crawl tasks, release).
 func (c *Controller) sync(ctx context.Context, key string) error {
 	cj, err := c.getJob(key)
 	if apierrors.IsNotFound(err) {
-		c.pollers.stop(key)
-		c.written.Delete(key)
-		c.budget.forget(key)
-		c.finishers.forget(key)
-		c.finishers.forget(startedKey(key))
-		c.finishers.forget(failureKey(key))
+		c.forgetJob(key)
 		return nil
 	}
 	if err != nil {
@@ -51,70 +45,90 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	d := decide(o, c.cfg)
-	c.reportProblems(cj, d.Problems)
-	if d.Poll {
-		c.pollers.ensure(context.WithoutCancel(ctx), key, cj, d.Control)
+	p := decide(cj, o, c.cfg)
+	c.reportProblems(cj, p.Problems)
+	if p.Poll {
+		c.pollers.ensure(context.WithoutCancel(ctx), key, cj, p.Control)
 	} else {
 		c.pollers.stop(key)
 	}
+	answers, requeue, err := c.carryOut(ctx, cj, o, p)
+	o.Answers = answers
+	errs := []error{err}
 
-	// The store's compare-and-set and the children's creation overlap:
-	// neither needs the other's answer (the children converge to the plan
-	// whatever the store says, and a refused change shows in the status
-	// and the next plan), so a new crawl's pods do not wait on the
-	// database.
-	var results []transitionResult
-	var transitionErr error
-	var wg sync.WaitGroup
-	if len(d.Transitions) > 0 {
-		wg.Go(func() { results, transitionErr = c.recordTransitions(ctx, cj, d.Transitions) })
-	}
-	requeue, applyErr := c.apply(ctx, cj, o, desiredChildren(cj, c.cfg, d.Plan))
-	wg.Wait()
-	errs := []error{transitionErr, applyErr}
-	d.RequeueAfter = minPositive(d.RequeueAfter, requeue)
-
-	st := crawlStatus(o, d, results)
-	c.reportTransitions(cj, st, d, results, o)
+	st := crawlStatus(cj, p, o)
+	c.reportTransitions(cj, st, p, o)
 	c.notifyStarted(ctx, key, cj, st)
 	// Every pass writes a state change it made, whatever else it did: the
 	// pass that recreates a restarted crawl's pods writes restartTime with
 	// them, or the next one would see the restart pending and delete the
 	// new pods again. Progress alone waits for the write budget.
 	later, err := c.writeStatus(ctx, key, cj, st)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	d.RequeueAfter = minPositive(d.RequeueAfter, later)
+	errs = append(errs, err)
+	requeue = minPositive(requeue, later)
 
 	if st.Finished != nil {
-		if failureUnreported(st, o) {
-			c.reportFailure(ctx, key, cj, st.FailReason, o.Crawlers)
-		}
-		if !d.Teardown {
-			// The crawl just ended: tear down from the next sync on.
-			c.queue.Add(key)
-		}
-		if !meta.IsStatusConditionTrue(st.Conditions, CondFinishTasks) {
-			// The post-crawl tasks drain the crawl's Redis (error lines,
-			// crawls-done) once its crawlers have exited (pod events bring
-			// us back), so what they log while stopping is kept.
-			if len(o.Crawlers) == 0 {
-				c.startPostCrawlTasks(ctx, key, cj, o.RedisPod != nil)
-			}
-		} else {
-			after, err := c.release(ctx, cj, st, o)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			d.RequeueAfter = minPositive(d.RequeueAfter, after)
-		}
+		later, err := c.wrapUp(ctx, key, cj, st, p, o)
+		errs = append(errs, err)
+		requeue = minPositive(requeue, later)
 	}
-	if d.RequeueAfter > 0 {
-		c.queue.AddAfter(key, d.RequeueAfter)
+	if requeue > 0 {
+		c.queue.AddAfter(key, requeue)
 	}
 	return errors.Join(errs...)
+}
+
+// forgetJob drops what the controller holds for a job that is gone.
+func (c *Controller) forgetJob(key string) {
+	c.pollers.stop(key)
+	c.written.Delete(key)
+	c.budget.forget(key)
+	c.background.forget(key)
+	c.background.forget(startedKey(key))
+	c.background.forget(failureKey(key))
+}
+
+// carryOut asks the store for the plan's transitions and converges the
+// children to the plan. It returns the store's answers and when to look
+// again (the plan's time-based rules, or children still going away).
+//
+// The store's compare-and-set and the children's creation overlap:
+// neither needs the other's answer (the children converge to the plan
+// whatever the store says, and a refused change shows in the status and
+// the next plan), so a new crawl's pods do not wait on the database.
+func (c *Controller) carryOut(ctx context.Context, cj *trawlerv1.CrawlJob, o observed, p plan) ([]transitionResult, time.Duration, error) {
+	var answers []transitionResult
+	var transitionErr error
+	var wg sync.WaitGroup
+	if len(p.Transitions) > 0 {
+		wg.Go(func() { answers, transitionErr = c.recordTransitions(ctx, cj, p.Transitions) })
+	}
+	requeue, applyErr := c.apply(ctx, cj, o, desiredChildren(cj, c.cfg, p.Children))
+	wg.Wait()
+	return answers, minPositive(p.RequeueAfter, requeue), errors.Join(transitionErr, applyErr)
+}
+
+// wrapUp does what follows a crawl's end, pass after pass until the job
+// is released: the report of why the operator failed it, the teardown,
+// the post-crawl tasks, then the release. It returns when to look again.
+func (c *Controller) wrapUp(ctx context.Context, key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus, p plan, o observed) (time.Duration, error) {
+	if failureUnreported(st, o) {
+		c.reportFailure(ctx, key, cj, st.FailReason, o.Crawlers)
+	}
+	if !p.Teardown {
+		// The crawl just ended: tear down from the next sync on.
+		c.queue.Add(key)
+	}
+	if !meta.IsStatusConditionTrue(st.Conditions, CondFinishTasks) {
+		// The post-crawl tasks drain the crawl's Redis (error lines,
+		// crawls-done) once its crawlers have exited (pod events bring
+		// us back), so what they log while stopping is kept.
+		if len(o.Crawlers) == 0 {
+			c.startPostCrawlTasks(ctx, key, cj, o.RedisPod != nil)
+		}
+		return 0, nil
+	}
+	return c.release(ctx, cj, st, o)
 }
 
 // getJob returns a copy of the job from the cache, or the status we just
@@ -151,7 +165,7 @@ func (c *Controller) ensureFinalizer(ctx context.Context, cj *trawlerv1.CrawlJob
 // observe gathers what decide needs from the caches, the poller and the
 // store.
 func (c *Controller) observe(ctx context.Context, key string, cj *trawlerv1.CrawlJob) (observed, error) {
-	o := observed{Now: c.clock.Now(), Job: cj, Crawlers: map[int]*corev1.Pod{},
+	o := observed{Now: c.clock.Now(), Crawlers: map[int]*corev1.Pod{},
 		PVCs: map[string]*corev1.PersistentVolumeClaim{}, OrgSlotFree: true}
 	pods, err := c.podsByCrawl.list(cj.Namespace, cj.Spec.ID)
 	if err != nil {
@@ -188,64 +202,16 @@ func (c *Controller) observe(ctx context.Context, key string, cj *trawlerv1.Craw
 		_, o.ConfigMapOK = cm.Data[k8s.ConfigMapKey]
 	}
 	o.Redis = c.pollers.get(key)
-	o.FinishTasksDone = c.finishers.done(key)
-	o.StartedNotified = c.finishers.done(startedKey(key))
-	o.FailureReported = c.finishers.done(failureKey(key))
+	o.FinishTasksDone = c.background.done(key)
+	o.StartedNotified = c.background.done(startedKey(key))
+	o.FailureReported = c.background.done(failureKey(key))
 
-	if st := cj.Status; cj.DeletionTimestamp == nil && (st.State == "" || gatedByOrgLimit(&st)) {
+	if st := cj.Status; cj.DeletionTimestamp == nil && (st.State == "" || gatedByOrgLimit(st.State, st.RunningSince)) {
 		if o.OrgSlotFree, err = c.orgLimitAllows(ctx, cj); err != nil {
 			return o, err
 		}
 	}
 	return o, nil
-}
-
-// orgLimitAllows applies the org's maxConcurrentCrawls quota.
-func (c *Controller) orgLimitAllows(ctx context.Context, cj *trawlerv1.CrawlJob) (bool, error) {
-	oid, err := uuid.Parse(cj.Spec.OID)
-	if err != nil {
-		return true, nil // no org to limit by
-	}
-	maxConcurrent, err := c.orgQuota(ctx, oid)
-	if err != nil {
-		return false, err
-	}
-	if maxConcurrent <= 0 {
-		return true, nil
-	}
-	siblings, err := c.jobsByOrg.list(cj.Namespace, cj.Spec.OID)
-	if err != nil {
-		return false, fmt.Errorf("listing org crawls: %w", err)
-	}
-	return orgSlotFree(cj, siblings, maxConcurrent), nil
-}
-
-// orgQuotaTTL is how long an org's concurrency quota is cached: a burst
-// of new crawls then costs one database read per org, not one per sync.
-const orgQuotaTTL = 5 * time.Second
-
-type cachedQuota struct {
-	max int
-	at  time.Time
-}
-
-// orgQuota returns an org's maxConcurrentCrawls (0 = unlimited).
-func (c *Controller) orgQuota(ctx context.Context, oid uuid.UUID) (int, error) {
-	now := c.clock.Now()
-	if q, ok := c.quotas.Load(oid); ok && now.Sub(q.(cachedQuota).at) < orgQuotaTTL {
-		return q.(cachedQuota).max, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
-	defer cancel()
-	org, err := c.store.GetOrg(ctx, oid)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return 0, nil
-	case err != nil:
-		return 0, fmt.Errorf("reading org quota: %w", err)
-	}
-	c.quotas.Store(oid, cachedQuota{max: org.Quotas.MaxConcurrentCrawls, at: now})
-	return org.Quotas.MaxConcurrentCrawls, nil
 }
 
 // recordTransitions asks the store for decide's state changes, in order,
@@ -292,7 +258,7 @@ func (c *Controller) recordTransition(ctx context.Context, cj *trawlerv1.CrawlJo
 
 // reportTransitions logs and records an Event for a state change, and
 // logs the pods of a crawl that just failed.
-func (c *Controller) reportTransitions(cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus, d decision, results []transitionResult, o observed) {
+func (c *Controller) reportTransitions(cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus, p plan, o observed) {
 	prev := cj.Status.State
 	if prev == "" {
 		prev = store.StateStarting
@@ -301,25 +267,11 @@ func (c *Controller) reportTransitions(cj *trawlerv1.CrawlJob, st trawlerv1.Craw
 		c.log.Info("crawl state changed", "crawl", cj.Spec.ID, "from", prev, "to", st.State)
 		c.recorder.Eventf(cj, corev1.EventTypeNormal, ReasonStateChanged, "%s -> %s", prev, st.State)
 	}
-	for i, res := range results {
-		if res.Changed && d.Transitions[i].To == store.StateFailed {
+	for i, res := range o.Answers {
+		if res.Changed && p.Transitions[i].To == store.StateFailed {
 			c.logFailedCrawl(cj, o.Crawlers, failureUnreported(st, o))
 		}
 	}
-}
-
-// reportProblems emits a Warning Event when the spec's problems change,
-// not on every sync.
-func (c *Controller) reportProblems(cj *trawlerv1.CrawlJob, problems []string) {
-	if len(problems) == 0 {
-		return
-	}
-	prev := meta.FindStatusCondition(cj.Status.Conditions, CondSpecValid)
-	msg := joinProblems(problems)
-	if prev != nil && prev.Status == metav1.ConditionFalse && prev.Message == msg {
-		return
-	}
-	c.recorder.Event(cj, corev1.EventTypeWarning, ReasonInvalidSpec, msg)
 }
 
 func minPositive(a, b time.Duration) time.Duration {

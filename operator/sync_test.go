@@ -481,3 +481,74 @@ func TestSyncWritesProgressOncePerInterval(t *testing.T) {
 		t.Errorf("state %s pages %d, document %d; want pending-wait with 7 pages", st.State, st.PagesDone, storedDone())
 	}
 }
+
+// TestSyncMakesAtMostOneProgressWrite: whatever changed in a pass (the
+// stats, the pods, the state), the crawl document gets the progress in
+// one write at most; a pass used to write the stats and the pods apart.
+func TestSyncMakesAtMostOneProgressWrite(t *testing.T) {
+	cj := newJob(2, withFinalizer, runningStatus(store.StateRunning, 2))
+	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0, 1}}).PVCs
+	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), crawlerPodIn(1, corev1.PodRunning),
+		redisPodIn(corev1.PodRunning), pvcs["redis-"+testID], pvcs[name(0)], pvcs[name(1)])
+	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
+	// Every store call but the state's compare-and-set and the reads is a
+	// progress write, whatever its name.
+	progressWrites := func() int {
+		f.store.mu.Lock()
+		defer f.store.mu.Unlock()
+		n := 0
+		for method, calls := range f.store.calls {
+			switch method {
+			case "SetCrawlState", "GetCrawlByID", "GetOrg":
+			default:
+				n += calls
+			}
+		}
+		return n
+	}
+	redis := func(found, done int64, statuses ...string) *redisState {
+		r := reachable(statuses...)
+		r.PagesFound, r.PagesDone, r.FilesAdded = found, done, 1
+		return r
+	}
+	steps := []struct {
+		name  string
+		redis *redisState
+		pods  []*corev1.Pod // seeded before the pass
+		state string        // the crawl document's state after it
+		check func(store.Crawl) bool
+	}{
+		{name: "first stats and pods", redis: redis(10, 3, "running", "running"), state: store.StateRunning,
+			check: func(c store.Crawl) bool { return c.Stats != nil && c.Stats.Done == 3 && len(c.Pods) == 3 }},
+		{name: "more pages and a crawler restart", redis: redis(10, 5, "running", "running"),
+			pods: []*corev1.Pod{crashingPod(0, 1, 1)}, state: store.StateRunning,
+			check: func(c store.Crawl) bool { return c.Stats.Done == 5 && c.Pods["0"].Restarts == 1 }},
+		{name: "a state change with progress", redis: redis(10, 9, "uploading-wacz", "uploading-wacz"),
+			state: store.StateUploadingWACZ, check: func(c store.Crawl) bool { return c.Stats.Done == 9 }},
+		{name: "the end, the crawlers exited", redis: redis(10, 10, "done", "done"),
+			pods:  []*corev1.Pod{crawlerPodIn(0, corev1.PodSucceeded), crawlerPodIn(1, corev1.PodSucceeded)},
+			state: store.StateComplete,
+			check: func(c store.Crawl) bool {
+				return c.Stats.Done == 10 && c.Pods["0"].Phase == "Succeeded" && c.Pods["1"].Phase == "Succeeded"
+			}},
+	}
+	for _, s := range steps {
+		for _, p := range s.pods {
+			f.seed(p)
+		}
+		f.withRedis(s.redis)
+		f.clock.Step(f.c.cfg.StatsInterval) // progress is due at every step
+		before := progressWrites()
+		if err := f.sync(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		updated, _ := f.trawler.TrawlerV1().CrawlJobs("crawlers").Get(context.Background(), cj.Name, metav1.GetOptions{})
+		f.seed(updated)
+		if n := progressWrites() - before; n != 1 {
+			t.Errorf("%s: %d progress writes, want 1", s.name, n)
+		}
+		if c := f.store.get(testID); c.State != s.state || !s.check(c) {
+			t.Errorf("%s: crawl %s stats %+v pods %+v", s.name, c.State, c.Stats, c.Pods)
+		}
+	}
+}

@@ -186,7 +186,7 @@ func TestCollectionMembers(t *testing.T) {
 	crawl("one", []string{"wr-test-1", "wr-test-2"}, t0)
 	finish(t, m, "one", store.StateComplete, t0.Add(time.Hour), 100, 20)
 	crawl("two", []string{"wr-test-2"}, t0.Add(time.Minute))
-	if _, err := m.UpdateCrawlStats(ctx, "two", store.CrawlStats{Done: 3}); err != nil {
+	if _, err := m.RecordCrawlProgress(ctx, "two", &store.CrawlStats{Done: 3}, nil); err != nil {
 		t.Fatal(err)
 	}
 	finish(t, m, "two", store.StatePartialComplete, t0.Add(time.Hour), 5)

@@ -35,8 +35,8 @@ func TestOperatorWritesWithMongoFilters(t *testing.T) {
 			ok, _, err := m.SetCrawlState(ctx, "c", StateWaitingOrgLimit, []string{StateStarting}, CrawlStateExtra{})
 			return ok, err
 		}, false},
-		{"Stats", func() (bool, error) { return m.UpdateCrawlStats(ctx, "c", CrawlStats{Found: 2, Done: 1}) }, true},
-		{"StatsSame", func() (bool, error) { return m.UpdateCrawlStats(ctx, "c", CrawlStats{Found: 2, Done: 1}) }, false},
+		{"Stats", func() (bool, error) { return m.RecordCrawlProgress(ctx, "c", &CrawlStats{Found: 2, Done: 1}, nil) }, true},
+		{"StatsSame", func() (bool, error) { return m.RecordCrawlProgress(ctx, "c", &CrawlStats{Found: 2, Done: 1}, nil) }, false},
 		{"File", func() (bool, error) {
 			r, err := m.AddCrawlFile(ctx, "c", CrawlFile{Filename: "a", Size: 3})
 			return r.Added == 1, err
@@ -49,7 +49,10 @@ func TestOperatorWritesWithMongoFilters(t *testing.T) {
 			ok, _, err := m.SetCrawlState(ctx, "c", StateComplete, RunningStates, CrawlStateExtra{Finished: &at})
 			return ok, err
 		}, true},
-		{"StatsAfterFinish", func() (bool, error) { return m.UpdateCrawlStats(ctx, "c", CrawlStats{Found: 9}) }, false},
+		{"StatsAfterFinish", func() (bool, error) { return m.RecordCrawlProgress(ctx, "c", &CrawlStats{Found: 9}, nil) }, false},
+		{"PodsAfterFinish", func() (bool, error) {
+			return m.RecordCrawlProgress(ctx, "c", &CrawlStats{Found: 9}, map[string]PodStatus{"0": {Phase: "Succeeded"}})
+		}, true},
 	}
 	for _, st := range steps {
 		got, err := st.do()

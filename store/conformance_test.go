@@ -98,7 +98,7 @@ func TestConformance(t *testing.T) {
 	})
 
 	t.Run("NeOnDottedSubdocAndMap", func(t *testing.T) {
-		// UpdateCrawlStats' "changed" filter and ListOrgs' membership filter.
+		// A stats "changed" filter and ListOrgs' membership filter.
 		uid := uuid.NewString()
 		c := fresh(t, bson.M{"_id": 1, "stats": bson.M{"found": 3, "done": 1}, "users": bson.M{uid: 10}},
 			bson.M{"_id": 2, "stats": nil, "users": bson.M{}})

@@ -82,30 +82,60 @@ func (m *Mongo) SetCrawlState(ctx context.Context, crawlID, newState string, all
 	return false, cur, nil
 }
 
-// UpdateCrawlStats stores the crawl's page and size counters if they
-// differ from the stored ones and the crawl has not ended (a late poll
-// must not overwrite the final stats). It reports whether it wrote.
+// RecordCrawlProgress is the operator's one progress write to a crawl
+// per sync: its page and size counters (stats; nil leaves them) and its
+// per-pod view (pods: phase, exit reason, resource use; nil leaves it),
+// in one update. The stats are written only if they differ from the
+// stored ones and the crawl has not ended (a late poll must not overwrite
+// the final stats); the pod view is written whatever the state, so a
+// finished crawl keeps its pods' last view. It reports whether it wrote.
 //
 // Errors: NotFound("crawl_not_found").
-func (m *Mongo) UpdateCrawlStats(ctx context.Context, crawlID string, s CrawlStats) (bool, error) {
+func (m *Mongo) RecordCrawlProgress(ctx context.Context, crawlID string, stats *CrawlStats, pods map[string]PodStatus) (bool, error) {
 	defer m.lockCrawl(crawlID)()
-	var cur struct {
-		State string      `bson:"state"`
-		Stats *CrawlStats `bson:"stats"`
+	set, cond := bson.M{}, bson.M{}
+	if stats != nil {
+		var cur struct {
+			State string      `bson:"state"`
+			Stats *CrawlStats `bson:"stats"`
+		}
+		read := options.FindOne().SetProjection(bson.M{"state": 1, "stats": 1})
+		if err := m.coll(collCrawls).FindOne(ctx, bson.M{"_id": crawlID}, read).Decode(&cur); err != nil {
+			return false, notFoundOr(err, errCrawlNotFound, "finding crawl")
+		}
+		if !IsFinished(cur.State) && (cur.Stats == nil || *cur.Stats != *stats) {
+			set["stats"] = *stats
+			cond["state"] = bson.M{"$nin": FinishedStates}
+		}
 	}
-	read := options.FindOne().SetProjection(bson.M{"state": 1, "stats": 1})
-	if err := m.coll(collCrawls).FindOne(ctx, bson.M{"_id": crawlID}, read).Decode(&cur); err != nil {
-		return false, notFoundOr(err, errCrawlNotFound, "finding crawl")
+	if pods != nil {
+		set["podStatus"] = pods
 	}
-	if IsFinished(cur.State) || (cur.Stats != nil && *cur.Stats == s) {
+	if len(set) == 0 {
 		return false, nil
 	}
-	filter := m.condFilter(ctx, crawlID, bson.M{"state": bson.M{"$nin": FinishedStates}})
-	res, err := m.coll(collCrawls).UpdateOne(ctx, filter, bson.M{"$set": bson.M{"stats": s}})
+	res, err := m.coll(collCrawls).UpdateOne(ctx, m.condFilter(ctx, crawlID, cond), bson.M{"$set": set})
 	if err != nil {
-		return false, fmt.Errorf("updating crawl stats: %w", err)
+		return false, fmt.Errorf("recording crawl progress: %w", err)
 	}
-	return res.MatchedCount == 1, nil
+	switch {
+	case res.MatchedCount == 1:
+		return true, nil
+	case pods == nil:
+		// Stats alone, and the crawl ended (or went) since the read.
+		return false, nil
+	case len(cond) > 0:
+		// The crawl ended since the read (another process did it): the
+		// pods' view still goes, without the stats.
+		res, err = m.coll(collCrawls).UpdateOne(ctx, bson.M{"_id": crawlID}, bson.M{"$set": bson.M{"podStatus": pods}})
+		if err != nil {
+			return false, fmt.Errorf("recording crawl pods: %w", err)
+		}
+		if res.MatchedCount == 1 {
+			return true, nil
+		}
+	}
+	return false, errCrawlNotFound
 }
 
 // FileResult reports what AddCrawlFiles did and the crawl's file counters
@@ -242,22 +272,4 @@ func (m *Mongo) SetCrawlFilePresignedURLs(ctx context.Context, crawlID string, u
 		return false, fmt.Errorf("caching presigned urls: %w", err)
 	}
 	return res.MatchedCount == 1, nil
-}
-
-// SetCrawlPods replaces the operator's per-pod view (phase, exit reason,
-// resource use) on the crawl.
-//
-// Errors: NotFound("crawl_not_found").
-func (m *Mongo) SetCrawlPods(ctx context.Context, crawlID string, pods map[string]PodStatus) error {
-	if pods == nil {
-		pods = map[string]PodStatus{}
-	}
-	res, err := m.coll(collCrawls).UpdateOne(ctx, bson.M{"_id": crawlID}, bson.M{"$set": bson.M{"podStatus": pods}})
-	if err != nil {
-		return fmt.Errorf("updating crawl pods: %w", err)
-	}
-	if res.MatchedCount == 0 {
-		return errCrawlNotFound
-	}
-	return nil
 }

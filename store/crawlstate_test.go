@@ -62,34 +62,71 @@ func TestSetCrawlState(t *testing.T) {
 	})
 }
 
-func TestUpdateCrawlStats(t *testing.T) {
+// TestRecordCrawlProgress: the operator's one progress write per sync
+// carries the stats, the pods' view or both, and keeps the final stats of
+// an ended crawl while still taking its pods' last view.
+func TestRecordCrawlProgress(t *testing.T) {
 	m := mongotest.Open(t)
 	ctx := context.Background()
 	wf := mustWorkflow(t, m, uuid.New(), "wf", "https://a.example/")
 	mustCrawl(t, m, wf, "c", now())
+	code := int32(137)
+	pods := map[string]store.PodStatus{
+		"0":     {Phase: "Failed", ExitCode: &code, Reason: "OOMKilled", MemoryUsed: 900, MemoryAlloc: 1000, LastUpdated: now()},
+		"redis": {Phase: "Running"},
+	}
 	s := store.CrawlStats{Found: 5, Done: 1, Size: 100}
-	for i, want := range []bool{true, false} {
-		wrote, err := m.UpdateCrawlStats(ctx, "c", s)
-		if err != nil || wrote != want {
-			t.Fatalf("call %d: wrote %v, %v; want %v", i, wrote, err, want)
+	record := func(step string, stats *store.CrawlStats, pods map[string]store.PodStatus, want bool) {
+		t.Helper()
+		if wrote, err := m.RecordCrawlProgress(ctx, "c", stats, pods); err != nil || wrote != want {
+			t.Fatalf("%s: wrote %v, %v; want %v", step, wrote, err, want)
 		}
 	}
-	s.Done = 2
-	if wrote, err := m.UpdateCrawlStats(ctx, "c", s); err != nil || !wrote {
-		t.Fatalf("changed done: wrote %v, %v", wrote, err)
+	get := func() *store.Crawl {
+		t.Helper()
+		c, err := m.GetCrawlByID(ctx, "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
 	}
+
+	record("stats", &s, nil, true)
+	record("the same stats", &s, nil, false)
+	if c := get(); *c.Stats != s || len(c.Pods) != 0 {
+		t.Fatalf("after stats: stats %+v pods %+v", c.Stats, c.Pods)
+	}
+	record("pods", nil, pods, true)
+	c := get()
+	if *c.Stats != s || c.Pods["0"].Reason != "OOMKilled" || *c.Pods["0"].ExitCode != 137 || c.Pods["redis"].Phase != "Running" {
+		t.Fatalf("after pods: stats %+v pods %+v", c.Stats, c.Pods)
+	}
+	s.Done = 2
+	pods["redis"] = store.PodStatus{Phase: "Succeeded"}
+	record("both", &s, pods, true)
+	if c := get(); *c.Stats != s || c.Pods["redis"].Phase != "Succeeded" {
+		t.Fatalf("after both: stats %+v pods %+v", c.Stats, c.Pods)
+	}
+	record("nothing", nil, nil, false)
+
 	at := now()
 	if _, _, err := m.SetCrawlState(ctx, "c", store.StateCanceled, nil, store.CrawlStateExtra{Finished: &at}); err != nil {
 		t.Fatal(err)
 	}
-	if wrote, err := m.UpdateCrawlStats(ctx, "c", store.CrawlStats{Found: 9}); err != nil || wrote {
-		t.Fatalf("after finish: wrote %v, %v; want no write", wrote, err)
+	record("stats after the end", &store.CrawlStats{Found: 9}, nil, false)
+	record("pods after the end, with stats", &store.CrawlStats{Found: 9}, map[string]store.PodStatus{"0": {Phase: "Succeeded"}}, true)
+	if c := get(); *c.Stats != s || len(c.Pods) != 1 || c.Pods["0"].Phase != "Succeeded" {
+		t.Fatalf("after the end: stats %+v, want %+v; pods %+v", c.Stats, s, c.Pods)
 	}
-	if c, _ := m.GetCrawlByID(ctx, "c"); *c.Stats != s {
-		t.Fatalf("stats %+v, want %+v", c.Stats, s)
-	}
-	if _, err := m.UpdateCrawlStats(ctx, "nope", s); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("missing crawl: %v", err)
+
+	for _, tc := range []struct {
+		name  string
+		stats *store.CrawlStats
+		pods  map[string]store.PodStatus
+	}{{"stats", &s, nil}, {"pods", nil, pods}, {"both", &s, pods}} {
+		if _, err := m.RecordCrawlProgress(ctx, "nope", tc.stats, tc.pods); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("missing crawl, %s: %v", tc.name, err)
+		}
 	}
 }
 
@@ -309,27 +346,5 @@ func TestConcurrentRecording(t *testing.T) {
 		if l != fmt.Sprintf("e%d", i) {
 			t.Fatalf("error %d = %q", i, l)
 		}
-	}
-}
-
-func TestSetCrawlPods(t *testing.T) {
-	m := mongotest.Open(t)
-	ctx := context.Background()
-	wf := mustWorkflow(t, m, uuid.New(), "wf", "https://a.example/")
-	mustCrawl(t, m, wf, "c", now())
-	code := int32(137)
-	pods := map[string]store.PodStatus{
-		"0":     {Phase: "Failed", ExitCode: &code, Reason: "OOMKilled", MemoryUsed: 900, MemoryAlloc: 1000, LastUpdated: now()},
-		"redis": {Phase: "Running"},
-	}
-	if err := m.SetCrawlPods(ctx, "c", pods); err != nil {
-		t.Fatal(err)
-	}
-	c, err := m.GetCrawlByID(ctx, "c")
-	if err != nil || c.Pods["0"].Reason != "OOMKilled" || *c.Pods["0"].ExitCode != 137 || c.Pods["redis"].Phase != "Running" {
-		t.Fatalf("pods %+v, %v", c.Pods, err)
-	}
-	if err := m.SetCrawlPods(ctx, "nope", pods); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("missing crawl: %v", err)
 	}
 }

@@ -111,7 +111,7 @@ func openCrashFixture(t *testing.T, uri, db string) (*Mongo, crashIDs) {
 		must(m.AddCrawl(ctx, &Crawl{ID: id, OID: ids.org, CID: ids.wf, Started: started, State: StateRunning, Tags: []string{id}}))
 		_, err := m.AddCrawlFile(ctx, id, CrawlFile{Filename: id + ".wacz", Size: int64(100 * (i + 1))})
 		must(err)
-		_, err = m.UpdateCrawlStats(ctx, id, CrawlStats{Found: 5, Done: int64(3 + i)})
+		_, err = m.RecordCrawlProgress(ctx, id, &CrawlStats{Found: 5, Done: int64(3 + i)}, nil)
 		must(err)
 		_, _, err = m.SetCrawlState(ctx, id, StateComplete, RunningStates, CrawlStateExtra{Finished: &finished})
 		must(err)

@@ -53,7 +53,7 @@ func TestRunPostCrawlTasks(t *testing.T) {
 	if err := m.AddCrawl(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.UpdateCrawlStats(ctx, "ok", store.CrawlStats{Found: 10, Done: 7, Size: 1000}); err != nil {
+	if _, err := m.RecordCrawlProgress(ctx, "ok", &store.CrawlStats{Found: 10, Done: 7, Size: 1000}, nil); err != nil {
 		t.Fatal(err)
 	}
 	finish(t, m, "ok", store.StateComplete, t0.Add(90*time.Second), 600, 400)

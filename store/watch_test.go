@@ -118,10 +118,7 @@ func TestGetCrawlProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods := map[string]store.PodStatus{"0": {Phase: "Running", Restarts: 1}}
-	if err := m.SetCrawlPods(ctx, "c", pods); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.UpdateCrawlStats(ctx, "c", store.CrawlStats{Found: 4, Done: 2, Size: 9}); err != nil {
+	if _, err := m.RecordCrawlProgress(ctx, "c", &store.CrawlStats{Found: 4, Done: 2, Size: 9}, pods); err != nil {
 		t.Fatal(err)
 	}
 	c, err := m.GetCrawlProgress(ctx, "c")

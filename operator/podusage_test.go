@@ -419,7 +419,7 @@ func TestSyncReportsPodUsage(t *testing.T) {
 	if got := drain(); !slices.Equal(got, []string{key}) {
 		t.Fatalf("enqueued %v, want the crawl once", got)
 	}
-	storeWrites := f.store.calls["SetCrawlPods"]
+	storeWrites := f.store.calls["RecordCrawlProgress"]
 	f.clock.Step(f.c.cfg.StatsInterval) // usage is progress: one write per interval
 	if w := syncAndSeed(); !contains(w, "update crawljobs/status") {
 		t.Fatalf("usage did not reach the status: %v", w)
@@ -431,7 +431,7 @@ func TestSyncReportsPodUsage(t *testing.T) {
 	if got := st.Pods["redis"].Usage; !maps.Equal(got, map[string]string{"cpu": "3m", "memory": "20Mi"}) {
 		t.Errorf("redis usage %v", got)
 	}
-	if f.store.calls["SetCrawlPods"] != storeWrites+1 {
+	if f.store.calls["RecordCrawlProgress"] != storeWrites+1 {
 		t.Errorf("crawl document not written")
 	}
 	doc := f.store.get(testID)
@@ -454,7 +454,7 @@ func TestSyncReportsPodUsage(t *testing.T) {
 			t.Errorf("%s: writes on jitter: %v", cpu, w)
 		}
 	}
-	if f.store.calls["SetCrawlPods"] != storeWrites+1 {
+	if f.store.calls["RecordCrawlProgress"] != storeWrites+1 {
 		t.Errorf("crawl document rewritten on jitter")
 	}
 

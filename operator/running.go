@@ -1,0 +1,106 @@
+package operator
+
+import (
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/trawlerhq/trawler/k8s"
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// running follows a crawl with an active crawler and a reachable Redis:
+// its progress, whether it must stop, and the state that follows from
+// its instances' statuses.
+func (p *plan) running(cj *trawlerv1.CrawlJob, o observed) {
+	r := o.Redis
+	p.Progress = &progress{PagesFound: r.PagesFound, PagesDone: r.PagesDone, Size: r.Size,
+		FilesAdded: r.FilesAdded, FilesAddedSize: r.FilesAddedSize}
+
+	stopping := p.Stopping || cj.Spec.Stopping
+	if cj.Spec.MaxCrawlSize > 0 && r.Size > cj.Spec.MaxCrawlSize {
+		stopping = true
+	}
+	if cj.Spec.CrawlTimeout > 0 && p.RunningSince != nil {
+		deadline := p.RunningSince.Add(time.Duration(cj.Spec.CrawlTimeout) * time.Second)
+		if !o.Now.Before(deadline) {
+			stopping = true
+		} else {
+			p.lookAgainIn(deadline.Sub(o.Now))
+		}
+	}
+	// Sticky: a size that drops after a session upload must not resume a
+	// crawl that was told to stop.
+	p.Stopping = stopping
+	p.Control.Stopping = stopping
+
+	stats := redisStats(r)
+	var done, failed, succeededDone int
+	anyRunning := false
+	phases := map[string]bool{}
+	for i := range int(p.Scale) {
+		name := k8s.CrawlerName(cj.Spec.ID, i)
+		switch s := r.Statuses[name]; s {
+		case "done":
+			done++
+			if pod := o.Crawlers[i]; pod == nil || pod.Status.Phase == corev1.PodSucceeded {
+				succeededDone++
+			}
+		case "failed":
+			failed++
+		case "running":
+			anyRunning = true
+		default:
+			phases[s] = true
+		}
+	}
+
+	if p.Scale > 0 && done+failed >= int(p.Scale) {
+		switch {
+		case r.PendingFiles > 0 || succeededDone < done:
+			// Wait for every WACZ to be recorded and every done crawler to
+			// exit; the poller and pod events bring us back.
+		case done > 0 && r.PagesFound == 1 && r.FilesAdded == 0:
+			p.move(transition{To: store.StateFailed, From: store.ActiveStates, Finished: true, Stats: stats})
+		case done > 0:
+			state := store.StatePartialComplete
+			if r.PagesDone > 0 && r.PagesDone >= r.PagesFound {
+				state = store.StateComplete
+			}
+			p.move(transition{To: state, From: store.ActiveStates, Finished: true, Stats: stats})
+		case stopping && r.PagesDone == 0:
+			p.move(transition{To: store.StateCanceled, From: store.ActiveStates, Finished: true, Stats: stats})
+		default:
+			p.move(transition{To: store.StateFailed, From: store.ActiveStates, Finished: true, Stats: stats})
+		}
+		return
+	}
+
+	next := store.StateRunning
+	if !anyRunning && store.IsRunning(p.Reaches) {
+		for _, ph := range []string{store.StateGenerateWACZ, store.StateUploadingWACZ, store.StatePendingWait} {
+			if phases[ph] {
+				next = ph
+				break
+			}
+		}
+	}
+	if next != p.Reaches {
+		from := store.RunningStates
+		if next == store.StateRunning {
+			from = slices.Concat(store.RunningStates, []string{store.StateStarting, store.StateWaitingCapacity})
+		}
+		p.move(transition{To: next, From: from})
+	}
+}
+
+// redisStats are the crawl's stats as its Redis last told, nil when it
+// was not reachable.
+func redisStats(r *redisState) *store.CrawlStats {
+	if r == nil || !r.Reachable {
+		return nil
+	}
+	return &store.CrawlStats{Found: r.PagesFound, Done: r.PagesDone, Size: r.Size}
+}

@@ -1,0 +1,32 @@
+package operator
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// startedKey is the background task key of a crawl's crawlStarted notification.
+func startedKey(key string) string { return "started/" + key }
+
+// notifyStarted stores the crawlStarted notification of a running crawl
+// in the background, so that the sync never waits for it, retrying with
+// backoff until it is stored; then the StartedNotified condition records
+// that (crawlStatus sets it), so it is stored exactly once even across
+// operator restarts (the notifier ignores a repeat).
+func (c *Controller) notifyStarted(ctx context.Context, key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus) {
+	if c.notifier == nil || st.State != store.StateRunning || meta.IsStatusConditionTrue(st.Conditions, CondStartedNotified) {
+		return
+	}
+	id := cj.Spec.ID
+	c.retryInBackground(ctx, key, startedKey(key), "crawlStarted notification", id, func(ctx context.Context) error {
+		crawl, err := c.store.GetCrawlByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		return c.notifier.CrawlStarted(ctx, crawl)
+	})
+}
