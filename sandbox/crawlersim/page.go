@@ -84,12 +84,13 @@ func appendPage(path string, pg warcPage, subs []capture) ([]cdxEntry, error) {
 // pageHTML is the page: its title, stylesheet, image and links, then
 // padding characters of random text in a comment. The subresources are
 // linked by path, so they resolve against the page's own origin. The
-// inline icon keeps a browser that opens the page from asking for a
-// /favicon.ico that was never captured.
+// image is also the page's icon: without one, a browser (and
+// ReplayWeb.page, for its tab) asks for a /favicon.ico that was never
+// captured, a failed request in every replay.
 func pageHTML(pg warcPage, padding int) []byte {
 	var b bytes.Buffer
 	title := html.EscapeString(pg.title)
-	fmt.Fprintf(&b, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>%s</title>\n<link rel=\"icon\" href=\"data:,\">\n", title)
+	fmt.Fprintf(&b, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>%s</title>\n<link rel=\"icon\" href=\"%simage.png\">\n", title, staticPrefix)
 	fmt.Fprintf(&b, "<link rel=\"stylesheet\" href=\"%sstyle.css\"></head>\n", staticPrefix)
 	fmt.Fprintf(&b, "<body><h1>%s</h1>\n<img src=\"%simage.png\" alt=\"\" width=\"48\" height=\"48\">\n", title, staticPrefix)
 	for _, l := range pg.links {

@@ -8,8 +8,8 @@ import (
 )
 
 // checkReplays replays every page of the WACZ: each opens with its title
-// from pages.jsonl, and embeds the stylesheet and the image of its own
-// origin, found in this same WACZ. Each origin's subresources are
+// from pages.jsonl, and embeds the stylesheet and the image (also its
+// icon) of its own origin, found in this same WACZ. Each origin's subresources are
 // captured once in it.
 func checkReplays(t *testing.T, w *wacztest.WACZ) []*wacztest.Page {
 	t.Helper()
@@ -25,24 +25,18 @@ func checkReplays(t *testing.T, w *wacztest.WACZ) []*wacztest.Page {
 		}
 		origin := u.Scheme + "://" + u.Host
 		origins[origin] = true
-		if len(p.Resources) != 2 ||
-			p.Resources[0].URL != origin+"/sim-static/style.css" || p.Resources[0].Mime != "text/css" ||
-			p.Resources[1].URL != origin+"/sim-static/image.png" || p.Resources[1].Mime != "image/png" {
-			t.Errorf("%s replays with %v, want its origin's stylesheet and image", p.URL, describe(p.Resources))
+		got := map[string]string{}
+		for _, r := range p.Resources {
+			got[r.URL] = r.Mime
+		}
+		if len(got) != 2 || got[origin+"/sim-static/style.css"] != "text/css" || got[origin+"/sim-static/image.png"] != "image/png" {
+			t.Errorf("%s replays with %v, want its origin's stylesheet and image", p.URL, got)
 		}
 	}
 	if want := len(w.Pages) + 2*len(origins); w.Records["response"] != want {
 		t.Errorf("%d responses for %d pages of %d origins, want %d", w.Records["response"], len(w.Pages), len(origins), want)
 	}
 	return pages
-}
-
-func describe(cs []*wacztest.Capture) []string {
-	var out []string
-	for _, c := range cs {
-		out = append(out, c.URL+" "+c.Mime)
-	}
-	return out
 }
 
 // TestReplayAcrossInstances crawls two sites with three instances: each

@@ -101,8 +101,8 @@ type Page struct {
 	URL string
 	// Title is the text of the archived HTML's <title>.
 	Title string
-	// Resources are the stylesheets, images and scripts the HTML embeds,
-	// each found through the index, in the HTML's order.
+	// Resources are the icons, stylesheets, images and scripts the HTML
+	// embeds, each found through the index, in the HTML's order.
 	Resources []*Capture
 }
 
@@ -142,12 +142,12 @@ func (w *WACZ) Replay(pageURL string) (*Page, error) {
 		ref := attrs["src"]
 		if strings.EqualFold(string(tag[1]), "link") {
 			ref = ""
-			if strings.Contains(strings.ToLower(attrs["rel"]), "stylesheet") {
+			if rel := strings.ToLower(attrs["rel"]); strings.Contains(rel, "stylesheet") || strings.Contains(rel, "icon") {
 				ref = attrs["href"]
 			}
 		}
-		if ref == "" {
-			continue
+		if ref == "" || strings.HasPrefix(ref, "data:") {
+			continue // nothing to fetch
 		}
 		u, err := base.Parse(ref)
 		if err != nil {

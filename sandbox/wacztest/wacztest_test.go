@@ -97,8 +97,8 @@ func TestReplaysTheSimulatorsWACZ(t *testing.T) {
 		t.Errorf("%d pages, records %v; want 4 pages, 8 responses and requests", len(pages), w.Records)
 	}
 	for _, p := range pages {
-		if len(p.Resources) != 2 {
-			t.Errorf("%s embeds %d resources, want a stylesheet and an image", p.URL, len(p.Resources))
+		if len(p.Resources) != 3 {
+			t.Errorf("%s embeds %d resources, want an icon, a stylesheet and an image", p.URL, len(p.Resources))
 		}
 	}
 	if c, err := w.Lookup("https://example.net/app#intro"); err != nil || c.URL != "https://example.net/app" || c.Mime != "text/html" {
@@ -132,9 +132,9 @@ func TestInspectRejects(t *testing.T) {
 			return strings.Replace(s, "com,example)/docs?sim-links=2&sim-pages=3 ", "com,example)/docs?sim-links=2&sim-pages=3/ ", 1)
 		}), zip.Store, "the SURT of"},
 		{"offset off by one", edit(index, func(s string) string { return strings.Replace(s, `"offset":"636"`, `"offset":"637"`, 1) }), zip.Store, "no record starts"},
-		{"length short", edit(index, func(s string) string { return strings.Replace(s, `"length":"491"`, `"length":"490"`, 1) }), zip.Store, "takes 491 bytes"},
+		{"length short", edit(index, func(s string) string { return strings.Replace(s, `"length":"485"`, `"length":"484"`, 1) }), zip.Store, "takes 485 bytes"},
 		{"digest wrong", edit(index, func(s string) string {
-			return strings.Replace(s, "sha1:3JGA5KAVFTADS6MU5KDF2EXS3AMVAX3M", "sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 1)
+			return strings.Replace(s, "sha1:QCQJVPGLL26A3BSNFHQBPEUWFCRCTTQZ", "sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 1)
 		}), zip.Store, "digest"},
 		{"a response not indexed", edit(index, func(s string) string {
 			l := strings.Split(strings.TrimSpace(s), "\n")
