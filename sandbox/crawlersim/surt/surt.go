@@ -86,18 +86,17 @@ func split(raw string) (parts, bool) {
 	if i := strings.LastIndex(netloc, "@"); i >= 0 {
 		netloc = netloc[i+1:]
 	}
-	hostport := netloc
-	if strings.HasPrefix(netloc, "[") {
+	var port string
+	if strings.HasPrefix(netloc, "[") { // an IPv6 address
 		host, after, ok := strings.Cut(netloc[1:], "]")
-		if !ok {
+		if !ok || (after != "" && after[0] != ':') {
 			return u, false
 		}
-		u.host, hostport = host, after
+		u.host, port = host, strings.TrimPrefix(after, ":")
 	} else {
-		u.host, hostport, _ = strings.Cut(netloc, ":")
-		hostport = ":" + hostport
+		u.host, port, _ = strings.Cut(netloc, ":")
 	}
-	if port := strings.TrimPrefix(hostport, ":"); port != "" {
+	if port != "" {
 		n, err := strconv.ParseUint(port, 10, 16)
 		if err != nil {
 			return u, false // Python raises on a port that is not a number
