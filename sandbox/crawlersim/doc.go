@@ -70,9 +70,10 @@
 // # What is not simulated
 //
 // The /healthz server, the screencast port, --diskUtilization (the sandbox
-// disk is the host's), saved-state YAML files, sitemaps, page resources
-// other than the HTML, one stylesheet and one image, and WACZ signing. A
-// page adds exactly sim.bytes to its WARC file (the padding is random
-// text in an HTML comment), or the least its records take when that is
-// more: about 1 kB, 3 kB for the first page of an origin.
+// disk is the host's), saved-state YAML files, sitemaps, WACZ signing,
+// and any page resource but the HTML, a stylesheet and an image (the same
+// two for every page of an origin). A page adds exactly sim.bytes to its
+// WARC file (the padding is random text in an HTML comment), or the least
+// its records take when that is more: about 1 kB, 3 kB for the first page
+// of an origin.
 package crawlersim
