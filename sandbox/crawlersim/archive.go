@@ -1,15 +1,14 @@
 package crawlersim
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,43 +27,14 @@ type archive struct {
 	mu       sync.Mutex
 	run      int          // the container's restart count
 	pages    atomic.Int64 // pages recorded by this process
+	// captured are the URLs in this collection's index, under mu: a
+	// subresource is captured only by the first page that needs it.
+	captured map[string]bool
 }
 
 func (a *archive) archiveDir() string { return filepath.Join(a.dir, "archive") }
 
 func (a *archive) logsDir() string { return filepath.Join(a.dir, "logs") }
-
-// indexPath is where the index lines of a WARC file collect until the
-// WACZ is built; it lives beside archive/ so <id>:size leaves it out.
-func (a *archive) indexPath(warc string) string { return filepath.Join(a.dir, "indexes", warc+".cdxj") }
-
-// index returns the sorted CDXJ lines of the given WARC files, each with
-// shift[name] bytes put in front of it.
-func (a *archive) index(warcs []string, shift map[string]int64) ([]byte, error) {
-	var lines []string
-	for _, w := range warcs {
-		data, err := os.ReadFile(a.indexPath(w))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("reading index: %w", err)
-		}
-		for _, raw := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			if raw == "" {
-				continue
-			}
-			var e cdxEntry
-			if err := json.Unmarshal([]byte(raw), &e); err != nil {
-				return nil, fmt.Errorf("reading index of %s: %w", w, err)
-			}
-			line, err := e.line(w, shift[w])
-			if err != nil {
-				return nil, err
-			}
-			lines = append(lines, line)
-		}
-	}
-	slices.Sort(lines)
-	return []byte(strings.Join(lines, "\n") + "\n"), nil
-}
 
 func appendLine(path string, line []byte) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -76,14 +46,17 @@ func appendLine(path string, line []byte) error {
 	return err
 }
 
-// init creates the collection folders, as the crawler's bootstrap does.
+// init creates the collection folders, as the crawler's bootstrap does,
+// and reads what earlier sessions captured into them.
 func (a *archive) init() error {
 	for _, d := range []string{a.archiveDir(), filepath.Join(a.dir, "pages"), filepath.Join(a.dir, "indexes"), a.logsDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("creating collection: %w", err)
 		}
 	}
-	return nil
+	captured, err := a.indexed()
+	a.captured = captured
+	return err
 }
 
 // logFile opens this session's crawl log, which the WACZ carries.
@@ -95,18 +68,23 @@ func (a *archive) logFile() (*os.File, error) {
 	return f, nil
 }
 
-// record appends one page of n bytes to the worker's WARC file and adds the
+// record appends one page, with the subresources of its origin not yet
+// in the collection, to the worker's WARC file, indexes them and adds the
 // page to pages.jsonl.
 func (a *archive) record(worker int, pg warcPage) error {
 	path := filepath.Join(a.archiveDir(), fmt.Sprintf("rec-%s-%s-%d.warc.gz", a.session, a.hostname, worker))
 	pg.id = fmt.Sprintf("%s/%s/%d/%d", a.hostname, a.session, a.run, a.pages.Add(1))
-	entry, err := appendPage(path, pg)
+	entries, err := appendPage(path, pg, a.uncaptured(pg.fetched()))
 	if err != nil {
 		return err
 	}
-	cdx, err := marshalJSON(entry)
-	if err != nil {
-		return err
+	var cdx [][]byte
+	for _, e := range entries {
+		line, err := marshalJSON(e)
+		if err != nil {
+			return err
+		}
+		cdx = append(cdx, line)
 	}
 	line, err := marshalJSON(struct {
 		ID        string `json:"id"`
@@ -120,7 +98,7 @@ func (a *archive) record(worker int, pg warcPage) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := appendLine(a.indexPath(filepath.Base(path)), cdx); err != nil {
+	if err := appendLine(a.indexPath(filepath.Base(path)), bytes.Join(cdx, []byte("\n"))); err != nil {
 		return fmt.Errorf("writing index: %w", err)
 	}
 	pages := filepath.Join(a.dir, "pages", "pages.jsonl")
@@ -137,6 +115,28 @@ func (a *archive) record(worker int, pg warcPage) error {
 		return fmt.Errorf("writing pages: %w", err)
 	}
 	return nil
+}
+
+// uncaptured returns the subresources of the page at pageURL that the
+// collection lacks, and counts them as captured from now on. Should the
+// page's write fail, the process fails too, and the next one reads what
+// really is in the index.
+func (a *archive) uncaptured(pageURL string) []capture {
+	origin := originOf(pageURL)
+	if origin == "" {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []capture
+	for _, r := range subresources {
+		c := r.captureAt(origin, pageURL)
+		if !a.captured[c.url] {
+			a.captured[c.url] = true
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func pageID(url string) string {
@@ -189,14 +189,19 @@ func (a *archive) warcs() ([]string, error) {
 // wipe deletes the whole collection folder after a limit-triggered upload,
 // so the next session's <id>:size starts again from zero.
 func (a *archive) wipe() error {
+	a.mu.Lock()
+	a.captured = map[string]bool{}
+	a.mu.Unlock()
 	if err := os.RemoveAll(a.dir); err != nil {
 		return fmt.Errorf("deleting local collection: %w", err)
 	}
 	return nil
 }
 
-// titleOf gives synthetic pages a readable title.
+// titleOf gives synthetic pages a readable title, the same for every
+// fragment of a URL, since the fragment is not part of what is fetched.
 func titleOf(u string) string {
+	u, _, _ = strings.Cut(u, "#")
 	if i := strings.LastIndex(u, "/sim/"); i >= 0 {
 		return "Simulated page " + u[i+len("/sim/"):]
 	}

@@ -5,11 +5,15 @@
 // protocol: the same keys, JSON shapes, atomic queue scripts, statuses,
 // exit codes and signal semantics (docs: shared/spec/crawler-protocol.md).
 // Pages come from a deterministic synthetic web (see web.go) and leave
-// real WARC/1.1 records on the pod volume; the post-crawl step packages
-// them into a WACZ 1.1.1 (WARCs, CDXJ index, pages, crawl logs,
-// datapackage.json and its digest) and PUTs it to STORE_ENDPOINT_URL +
-// STORE_PATH + the interpolated STORE_FILENAME with the STORE_* keys, then
-// sends the crawls-done message with its real sha256 and size.
+// real WARC/1.1 records on the pod volume: a request and a response for
+// each page and, once per collection, for the stylesheet and the image
+// every page embeds from its origin (static.go), so that each WACZ
+// replays on its own. The post-crawl step packages them into a WACZ
+// 1.1.1 (WARCs, a CDXJ index keyed as Python's surt keys URLs, pages,
+// crawl logs, datapackage.json and its digest) and PUTs it to
+// STORE_ENDPOINT_URL + STORE_PATH + the interpolated STORE_FILENAME with
+// the STORE_* keys, then sends the crawls-done message with its real
+// sha256 and size.
 //
 // Run is the crawler as a Go function; Program adapts it to the sandbox
 // kubelet.
@@ -66,8 +70,10 @@
 // # What is not simulated
 //
 // The /healthz server, the screencast port, --diskUtilization (the sandbox
-// disk is the host's), saved-state YAML files, sitemaps, page resources
-// other than the HTML, and WACZ signing. A page adds exactly sim.bytes to
-// its WARC file (the padding is random text in an HTML comment), or the
-// least its records take when that is more.
+// disk is the host's), saved-state YAML files, sitemaps, WACZ signing,
+// and any page resource but the HTML, a stylesheet and an image (the same
+// two for every page of an origin). A page adds exactly sim.bytes to its
+// WARC file (the padding is random text in an HTML comment), or the least
+// its records take when that is more: about 1 kB, 3 kB for the first page
+// of an origin.
 package crawlersim

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
+	"github.com/trawlerhq/trawler/sandbox/wacztest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -144,4 +145,27 @@ func TestGoldenFinish(t *testing.T) {
 	if err := c.rdb.Get(ctx, c.key("stopping")).Err(); err != redis.Nil {
 		t.Errorf("the crawler wrote :stopping (%v)", err)
 	}
+}
+
+// TestGoldenIndex runs the golden crawl to the end and compares the
+// uploaded WACZ's CDXJ index: keyed as Python's surt keys URLs, sorted,
+// a line per page and per subresource of each origin, with offsets,
+// lengths and digests that a fixed clock makes the same on every run.
+// Every page then replays from the WACZ with its stylesheet and image.
+func TestGoldenIndex(t *testing.T) {
+	t.Parallel()
+	c, in := goldenCrawl(t, "")
+	if code := in.run(0, fixedClock); code != 0 {
+		t.Fatalf("exit %d, want 0", code)
+	}
+	msgs := c.messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d crawls-done messages, want 1", len(msgs))
+	}
+	w, err := wacztest.Inspect(uploaded(t, msgs[0].Filename))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "index.golden", strings.Join(w.Index, "\n")+"\n")
+	checkReplays(t, w)
 }

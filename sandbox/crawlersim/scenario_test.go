@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/trawlerhq/trawler/s3"
+	"github.com/trawlerhq/trawler/sandbox/wacztest"
 )
 
 // The scenario tests replay the rows of the spec's "lifecycle by scenario"
@@ -96,7 +97,9 @@ func TestNaturalFinish(t *testing.T) {
 	for _, scale := range []int{1, 3} {
 		t.Run("scale"+strconv.Itoa(scale), func(t *testing.T) {
 			t.Parallel()
-			c := newCrawl(t, seedConfig("https://example.com/?sim-pages=30&sim-bytes=1000"), "")
+			// 5000 bytes a page hold even the first page of an instance,
+			// which also captures the site's stylesheet and image.
+			c := newCrawl(t, seedConfig("https://example.com/?sim-pages=30&sim-bytes=5000"), "")
 			mon := c.monitor()
 			var ins []*instance
 			for i := range scale {
@@ -139,8 +142,8 @@ func TestNaturalFinish(t *testing.T) {
 				checkMessage(t, msgs[i], in, true)
 				n := len(in.pages())
 				pages += n
-				if size := c.rdb.HGet(ctx, c.key("size"), in.host).Val(); size != strconv.Itoa(n*1000) {
-					t.Errorf("%s size %s, want %d", in.host, size, n*1000)
+				if size := c.rdb.HGet(ctx, c.key("size"), in.host).Val(); size != strconv.Itoa(n*5000) {
+					t.Errorf("%s size %s, want %d", in.host, size, n*5000)
 				}
 			}
 			if pages != 30 {
@@ -299,8 +302,10 @@ func TestSigterm(t *testing.T) {
 
 func TestSessionSizeLimit(t *testing.T) {
 	t.Parallel()
-	// Each session stops once its archive reaches 10 pages of 1000 bytes.
-	c := newCrawl(t, seedConfig("https://example.com/?sim-pages=40&sim-bytes=1000"), "--workers 1 --sizeLimit 10000")
+	// Each session stops once its archive reaches 10 pages of 4000 bytes
+	// (enough for its first page, which also captures the site's
+	// stylesheet and image again: the collection was wiped).
+	c := newCrawl(t, seedConfig("https://example.com/?sim-pages=40&sim-bytes=4000"), "--workers 1 --sizeLimit 40000")
 	mon := c.monitor()
 	in := c.instance(0)
 	var want []string
@@ -314,6 +319,12 @@ func TestSessionSizeLimit(t *testing.T) {
 			t.Fatalf("run %d: %d messages, want %d", run, len(msgs), run+1)
 		}
 		last := msgs[len(msgs)-1]
+		// Each session's WACZ replays on its own.
+		w, err := wacztest.Inspect(uploaded(t, last.Filename))
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		checkReplays(t, w)
 		if code == 0 {
 			want = append(want, finishStatuses...)
 			checkMessage(t, last, in, true)
@@ -325,8 +336,8 @@ func TestSessionSizeLimit(t *testing.T) {
 		// Uploaded, then the local collection is wiped.
 		want = append(want, "running", "pending-wait", "generate-wacz", "uploading-wacz", "interrupted")
 		checkMessage(t, last, in, false)
-		if last.Size < 10000 {
-			t.Errorf("run %d: WACZ of %d bytes, want the session's 10000+", run, last.Size)
+		if last.Size < 40000 {
+			t.Errorf("run %d: WACZ of %d bytes, want the session's 40000+", run, last.Size)
 		}
 		if _, err := os.Stat(filepath.Join(in.dir, "collections", "thecrawl")); !os.IsNotExist(err) {
 			t.Errorf("run %d: collection not wiped (%v)", run, err)

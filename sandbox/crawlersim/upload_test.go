@@ -12,7 +12,8 @@ import (
 
 // TestUploadsARealWACZ checks what a finished instance uploads: a WACZ
 // whose package lists every entry with its hash, whose WARCs hold a
-// request and a response per page, indexed, with the crawl log inside.
+// request and a response per page and, once, per subresource of the
+// site (its stylesheet and image), indexed, with the crawl log inside.
 func TestUploadsARealWACZ(t *testing.T) {
 	t.Parallel()
 	c := newCrawl(t, seedConfig("https://example.com/?sim-pages=12&sim-bytes=3000"), "--workers 2")
@@ -22,11 +23,12 @@ func TestUploadsARealWACZ(t *testing.T) {
 	if len(pages) != 12 {
 		t.Fatalf("%d pages, want 12", len(pages))
 	}
-	if !sameSet(w.Pages, pages) || !sameSet(w.Responses, pages) {
-		t.Errorf("WACZ pages %v, responses %v; want %v", w.Pages, w.Responses, pages)
+	captured := slices.Concat(pages, []string{"https://example.com/sim-static/style.css", "https://example.com/sim-static/image.png"})
+	if !sameSet(w.Pages, pages) || !sameSet(w.Responses, captured) {
+		t.Errorf("WACZ pages %v, responses %v; want %v and %v", w.Pages, w.Responses, pages, captured)
 	}
-	if w.Records["request"] != 12 || w.Records["response"] != 12 || w.Records["warcinfo"] < 1 || len(w.Index) != 12 {
-		t.Errorf("records %v, %d index lines; want 12 requests, 12 responses, a warcinfo per file, 12 index lines", w.Records, len(w.Index))
+	if w.Records["request"] != 14 || w.Records["response"] != 14 || w.Records["warcinfo"] < 1 || len(w.Index) != 14 {
+		t.Errorf("records %v, %d index lines; want 14 requests, 14 responses, a warcinfo per file, 14 index lines", w.Records, len(w.Index))
 	}
 	var logged bool
 	for _, l := range w.LogLines {

@@ -1,8 +1,13 @@
 // Package wacztest checks WACZ files the way a replay tool would read
-// them, for tests: the zip opens, datapackage.json lists every entry with
-// its true sha256 and size, datapackage-digest.json matches it, every WARC
-// record parses (strictly, digests included) with a WARC library, and the
-// CDXJ index points at real response records.
+// them, for tests. Inspect checks the package: the zip opens, the WARCs
+// are stored uncompressed (replay reads them by range), datapackage.json
+// lists every entry with its true sha256 and size and
+// datapackage-digest.json matches it, every WARC record parses strictly
+// (digests included) with a WARC library, the CDXJ index is sorted and
+// keyed by SURT and points exactly at every response record, and
+// pages.jsonl and the logs are well-formed. Lookup, Replay and
+// CheckReplay then resolve pages and the resources they embed through
+// the index, as ReplayWeb.page does, without a browser.
 package wacztest
 
 import (
@@ -18,24 +23,29 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/nlnwa/gowarc/v3"
+	"time"
 )
 
 // WACZ is what Inspect found.
 type WACZ struct {
 	// Entries are the zip entries' names.
 	Entries []string
-	// Pages are the URLs in pages/pages.jsonl.
+	// Pages are the URLs in pages/pages.jsonl, in its order.
 	Pages []string
+	// Titles maps each page URL to its title in pages/pages.jsonl.
+	Titles map[string]string
 	// Records counts WARC records by type ("warcinfo", "request", ...).
 	Records map[string]int
 	// Responses are the target URIs of the response records.
 	Responses []string
-	// Index are the CDXJ lines of indexes/.
+	// Index are the CDXJ lines of indexes/, in their order.
 	Index []string
 	// LogLines are the lines of the logs/ files.
 	LogLines []string
+
+	files   map[string][]byte
+	records map[recordAt]record // every WARC record, by where it starts
+	indexes [][]cdxLine         // Index, parsed, per index file
 }
 
 type resource struct {
@@ -48,6 +58,7 @@ type resource struct {
 type datapackage struct {
 	Profile     string     `json:"profile"`
 	WACZVersion string     `json:"wacz_version"`
+	Created     string     `json:"created"`
 	Resources   []resource `json:"resources"`
 }
 
@@ -57,8 +68,9 @@ var gowarcMu sync.Mutex
 
 // Inspect checks a whole WACZ file and describes it; the error says the
 // first thing found wrong. The WARC library it uses races with UUIDs
-// made concurrently in the same process (see gowarcMu), so call it where
-// nothing else makes random UUIDs meanwhile, or without -race.
+// made concurrently in the same process (see gowarcMu), so call it, and
+// the lookups, where nothing else makes random UUIDs meanwhile, or
+// without -race.
 func Inspect(data []byte) (*WACZ, error) {
 	gowarcMu.Lock()
 	defer gowarcMu.Unlock()
@@ -66,53 +78,62 @@ func Inspect(data []byte) (*WACZ, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not a zip: %w", err)
 	}
-	files := map[string][]byte{}
-	w := &WACZ{Records: map[string]int{}}
+	w := &WACZ{Records: map[string]int{}, Titles: map[string]string{}, files: map[string][]byte{}, records: map[recordAt]record{}}
 	for _, f := range zr.File {
-		body, err := readEntry(f)
-		if err != nil {
+		if err := w.addEntry(f); err != nil {
 			return nil, err
 		}
-		files[f.Name] = body
-		w.Entries = append(w.Entries, f.Name)
 	}
-	if err := checkPackage(files); err != nil {
+	if err := checkPackage(w.files); err != nil {
 		return nil, err
 	}
 	for _, name := range w.Entries {
-		body := files[name]
+		body := w.files[name]
 		switch {
 		case strings.HasPrefix(name, "archive/"):
-			if err := w.readWARC(name, body); err != nil {
-				return nil, err
-			}
+			err = w.readWARC(name, body)
 		case name == "pages/pages.jsonl":
-			if w.Pages, err = pageURLs(body); err != nil {
-				return nil, err
-			}
+			err = w.readPages(body)
 		case strings.HasPrefix(name, "indexes/"):
-			w.Index = lines(body)
+			err = w.readIndex(name, body)
 		case strings.HasPrefix(name, "logs/"):
-			w.LogLines = append(w.LogLines, lines(body)...)
+			err = w.readLog(name, body)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
-	if err := w.checkIndex(files); err != nil {
+	if err := w.checkIndex(); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
-func readEntry(f *zip.File) ([]byte, error) {
+// addEntry reads one zip entry. Names are plain relative paths, each
+// once, and WARCs are stored: a replay tool reads a record by seeking to
+// its offset, which a deflated entry does not allow.
+func (w *WACZ) addEntry(f *zip.File) error {
+	_, dup := w.files[f.Name]
+	switch {
+	case f.Name != path.Clean(f.Name) || path.IsAbs(f.Name) || strings.HasPrefix(f.Name, "../") || strings.HasSuffix(f.Name, "/"):
+		return fmt.Errorf("entry %q is not a plain relative file name", f.Name)
+	case dup:
+		return fmt.Errorf("entry %s twice", f.Name)
+	case strings.HasPrefix(f.Name, "archive/") && f.Method != zip.Store:
+		return fmt.Errorf("entry %s is compressed (method %d); WARCs must be stored", f.Name, f.Method)
+	}
 	rc, err := f.Open()
 	if err != nil {
-		return nil, fmt.Errorf("entry %s: %w", f.Name, err)
+		return fmt.Errorf("entry %s: %w", f.Name, err)
 	}
 	defer rc.Close()
 	body, err := io.ReadAll(rc)
 	if err != nil {
-		return nil, fmt.Errorf("entry %s: %w", f.Name, err)
+		return fmt.Errorf("entry %s: %w", f.Name, err)
 	}
-	return body, nil
+	w.files[f.Name] = body
+	w.Entries = append(w.Entries, f.Name)
+	return nil
 }
 
 func sha(b []byte) string {
@@ -134,12 +155,17 @@ func checkPackage(files map[string][]byte) error {
 	if pkg.Profile != "data-package" || pkg.WACZVersion != "1.1.1" {
 		return fmt.Errorf("datapackage.json: profile %q, wacz_version %q", pkg.Profile, pkg.WACZVersion)
 	}
+	if _, err := time.Parse(time.RFC3339, pkg.Created); err != nil {
+		return fmt.Errorf("datapackage.json: created %q: %w", pkg.Created, err)
+	}
 	listed := map[string]bool{}
 	for _, r := range pkg.Resources {
 		body, ok := files[r.Path]
 		switch {
 		case !ok:
 			return fmt.Errorf("datapackage.json lists %s, which the zip lacks", r.Path)
+		case listed[r.Path]:
+			return fmt.Errorf("datapackage.json lists %s twice", r.Path)
 		case sha(body) != r.Hash || int64(len(body)) != r.Bytes:
 			return fmt.Errorf("%s: datapackage.json says %s, %d bytes; entry is %s, %d bytes",
 				r.Path, r.Hash, r.Bytes, sha(body), len(body))
@@ -168,87 +194,17 @@ func checkPackage(files map[string][]byte) error {
 	return nil
 }
 
-// readWARC parses every record strictly (digests and lengths checked).
-func (w *WACZ) readWARC(name string, body []byte) error {
-	r, err := gowarc.NewWarcFileReaderFromStream(bytes.NewReader(body), 0, gowarc.WithStrictValidation())
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	defer r.Close()
-	for rec, err := range r.Records() {
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		if _, err := rec.WarcRecord.ValidateDigest(); err != nil {
-			rec.WarcRecord.Close()
-			return fmt.Errorf("%s at %d: %w", name, rec.Offset, err)
-		}
-		w.Records[rec.WarcRecord.Type().String()]++
-		if rec.WarcRecord.Type() == gowarc.Response {
-			w.Responses = append(w.Responses, rec.WarcRecord.WarcHeader().Get(gowarc.WarcTargetURI))
-		}
-		rec.WarcRecord.Close()
-	}
-	return nil
-}
-
-// checkIndex reads the record each CDXJ line points at.
-func (w *WACZ) checkIndex(files map[string][]byte) error {
-	for _, line := range w.Index {
-		parts := strings.SplitN(line, " ", 3)
-		if len(parts) != 3 {
-			return fmt.Errorf("index line %q", line)
-		}
-		var f struct {
-			URL, Filename  string
-			Offset, Length json.Number
-		}
-		if err := json.Unmarshal([]byte(parts[2]), &f); err != nil {
-			return fmt.Errorf("index line %q: %w", line, err)
-		}
-		body := files["archive/"+f.Filename]
-		off, _ := f.Offset.Int64()
-		n, _ := f.Length.Int64()
-		if body == nil || off < 0 || n <= 0 || off+n > int64(len(body)) {
-			return fmt.Errorf("index line %q points outside its WARC", line)
-		}
-		r, err := gowarc.NewWarcFileReaderFromStream(bytes.NewReader(body[off:off+n]), 0)
-		if err != nil {
-			return fmt.Errorf("index line %q: %w", line, err)
-		}
-		rec, err := r.Next()
-		r.Close()
-		if err != nil {
-			return fmt.Errorf("index line %q: %w", line, err)
-		}
-		uri := rec.WarcRecord.WarcHeader().Get(gowarc.WarcTargetURI)
-		rec.WarcRecord.Close()
-		if rec.WarcRecord.Type() != gowarc.Response || uri != f.URL {
-			return fmt.Errorf("index line %q points at a %s record of %s", line, rec.WarcRecord.Type(), uri)
-		}
-	}
-	return nil
-}
-
-func pageURLs(body []byte) ([]string, error) {
-	var out []string
+// readLog checks that every log line is a JSON object, as the crawler
+// logs.
+func (w *WACZ) readLog(name string, body []byte) error {
 	for i, line := range lines(body) {
-		var p struct {
-			URL    string `json:"url"`
-			Format string `json:"format"`
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			return fmt.Errorf("%s line %d: %w", name, i+1, err)
 		}
-		if err := json.Unmarshal([]byte(line), &p); err != nil {
-			return nil, fmt.Errorf("pages.jsonl line %d: %w", i+1, err)
-		}
-		if i == 0 {
-			if p.Format != "json-pages-1.0" {
-				return nil, fmt.Errorf("pages.jsonl header %q", line)
-			}
-			continue
-		}
-		out = append(out, p.URL)
+		w.LogLines = append(w.LogLines, line)
 	}
-	return out, nil
+	return nil
 }
 
 func lines(body []byte) []string {
