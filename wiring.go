@@ -66,6 +66,7 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 		LoginFailuresPerAddress:    v.GetInt("api.login_failures_per_address"),
 		LoginFailureWindow:         v.GetDuration("api.login_failure_window"),
 		PasswordHashConcurrency:    v.GetInt("api.password_hash_concurrency"),
+		Version:                    version,
 		Logger:                     logger,
 	}, nil
 }
