@@ -147,7 +147,7 @@ func TestCollectionsEndToEnd(t *testing.T) {
 	}
 
 	// Public: the replay answers without a token, its links download.
-	public := d.apiURL + c.org("/collections/"+coll+"/public/replay.json")
+	public := d.APIURL + c.org("/collections/"+coll+"/public/replay.json")
 	if resp, err := http.Get(public); err != nil || resp.StatusCode != 404 {
 		t.Fatalf("private collection's public replay: %v %v", resp, err)
 	}
@@ -285,13 +285,13 @@ func TestProfilesEndToEnd(t *testing.T) {
 	c.inNewOrg("e2e profiles")
 	b := bucket(t, d)
 	ns := "crawlers"
-	jobs := versioned.NewForConfigOrDie(d.env.Cluster.Config).TrawlerV1().ProfileJobs(ns)
+	jobs := versioned.NewForConfigOrDie(d.Env.Cluster.Config).TrawlerV1().ProfileJobs(ns)
 
 	browser := c.json("POST", c.org("/profiles/browser"), map[string]any{"url": "https://example.com/login"}, 200)["browserid"].(string)
 	path := c.org("/profiles/browser/" + browser)
 	eventually(t, "the browser's VNC access", func() map[string]any { return c.json("GET", path, nil, 200) },
 		func(m map[string]any) bool { return m["url"] != nil })
-	pod, err := d.env.Client.CoreV1().Pods(ns).Get(t.Context(), k8s.BrowserPodName(browser), metav1.GetOptions{})
+	pod, err := d.Env.Client.CoreV1().Pods(ns).Get(t.Context(), k8s.BrowserPodName(browser), metav1.GetOptions{})
 	if err != nil || pod.Spec.Containers[0].Command[0] != "create-login-profile" {
 		t.Fatalf("browser pod: %v", err)
 	}
@@ -325,7 +325,7 @@ func TestProfilesEndToEnd(t *testing.T) {
 	crawlerPod := k8s.CrawlerName(crawlID, 0)
 	var args []string
 	eventually(t, "the crawler pod", func() map[string]any {
-		p, err := d.env.Client.CoreV1().Pods(ns).Get(t.Context(), crawlerPod, metav1.GetOptions{})
+		p, err := d.Env.Client.CoreV1().Pods(ns).Get(t.Context(), crawlerPod, metav1.GetOptions{})
 		if err == nil {
 			args = p.Spec.Containers[0].Command
 		}
@@ -337,7 +337,7 @@ func TestProfilesEndToEnd(t *testing.T) {
 	if crawl := c.waitCrawl(crawlID); crawl["state"] != "complete" || crawl["profileName"] != "Logged in" {
 		t.Fatalf("crawl with the profile: %v", crawl)
 	}
-	if logs := d.env.Kubelet.Logs(ns, crawlerPod, "crawler"); !strings.Contains(logs, `"message":"Loaded profile"`) {
+	if logs := d.Env.Kubelet.Logs(ns, crawlerPod, "crawler"); !strings.Contains(logs, `"message":"Loaded profile"`) {
 		t.Fatalf("the crawler did not load the profile:\n%s", logs)
 	}
 
@@ -371,7 +371,7 @@ func TestProfilesEndToEnd(t *testing.T) {
 	start := time.Now()
 	eventually(t, "the idle browser's removal", func() map[string]any {
 		_, jobErr := jobs.Get(t.Context(), k8s.ProfileJobName(idle), metav1.GetOptions{})
-		_, podErr := d.env.Client.CoreV1().Pods(ns).Get(t.Context(), k8s.BrowserPodName(idle), metav1.GetOptions{})
+		_, podErr := d.Env.Client.CoreV1().Pods(ns).Get(t.Context(), k8s.BrowserPodName(idle), metav1.GetOptions{})
 		return map[string]any{"job": jobErr, "pod": podErr}
 	}, func(m map[string]any) bool { return m["job"] != nil && m["pod"] != nil })
 	if took := time.Since(start); took < k8s.ProfileBrowserTTL-5*time.Second {

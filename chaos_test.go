@@ -15,10 +15,30 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/trawlerhq/trawler/app"
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/sandbox"
+	"github.com/trawlerhq/trawler/sandbox/devstack"
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
 )
+
+// testViper is the settings table's defaults with overrides.
+func testViper(t *testing.T, overrides map[string]any) *viper.Viper {
+	t.Helper()
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	app.BindConfigFlags(fs)
+	v, err := app.LoadConfig("", fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, val := range overrides {
+		v.Set(k, val)
+	}
+	return v
+}
 
 // status GETs path and returns the status code, tolerating any.
 func (c *apiClient) status(path string) int {
@@ -69,7 +89,7 @@ func TestMongoOutageDuringACrawl(t *testing.T) {
 	})
 
 	overrides := map[string]any{"api.listen": "127.0.0.1:0", "mongo.timeout": timeout}
-	for k, val := range devDefaults {
+	for k, val := range devstack.Defaults {
 		if k != "api.listen" {
 			overrides[k] = val
 		}
@@ -78,19 +98,19 @@ func TestMongoOutageDuringACrawl(t *testing.T) {
 	// still found), and the crawl has exactly three error lines.
 	overrides["crawler.extra_args"] = `--sim.failUrlRx "/sim/(13|17|21)$"`
 	v := testViper(t, overrides)
-	stack, err := startDevStack(ctx, v, dir, sandbox.Options{Nodes: kubelet.Nodes{Count: 1}}, logger)
+	stack, err := devstack.Start(ctx, v, dir, sandbox.Options{Nodes: kubelet.Nodes{Count: 1}}, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := stack.env
+	env := stack.Env
 	defer env.Stop()
 	defer func() {
 		cancel()
-		if err := <-stack.served; err != nil {
+		if err := <-stack.Served; err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	}()
-	a := &apiClient{t: t, base: stack.apiURL, http: &http.Client{Timeout: time.Minute}}
+	a := &apiClient{t: t, base: stack.APIURL, http: &http.Client{Timeout: time.Minute}}
 	waitFor(t, 2*time.Minute, "the API to be ready", func() (bool, error) { return a.status("/readyz") == 200, nil })
 	form := url.Values{"username": {v.GetString("superuser.email")}, "password": {v.GetString("superuser.password")}}
 	var login struct {

@@ -15,6 +15,8 @@ import (
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
 	"sigs.k8s.io/yaml"
+
+	"github.com/trawlerhq/trawler/app"
 )
 
 // No Docker engine runs where the tests run, so the compose setup is
@@ -234,8 +236,8 @@ func valueOf(v *string) string {
 func configKeysAsEnv(t *testing.T) map[string]bool {
 	t.Helper()
 	known := map[string]bool{}
-	for _, s := range settings {
-		known["TRAWLER_"+strings.ToUpper(strings.ReplaceAll(s.key, ".", "_"))] = true
+	for _, key := range app.Keys() {
+		known["TRAWLER_"+strings.ToUpper(strings.ReplaceAll(key, ".", "_"))] = true
 	}
 	return known
 }

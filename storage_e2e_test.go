@@ -19,9 +19,11 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/trawlerhq/trawler/app"
 	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
+	"github.com/trawlerhq/trawler/sandbox/devstack"
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
 	"github.com/trawlerhq/trawler/sandbox/wacztest"
 )
@@ -31,7 +33,7 @@ import (
 // does) and drive crawls through the REST API. One stack serves them all.
 var e2e struct {
 	once   sync.Once
-	stack  *devStack
+	stack  *devstack.Stack
 	cancel context.CancelFunc
 	dir    string
 	err    error
@@ -43,26 +45,26 @@ func stopE2E() {
 		return
 	}
 	e2e.cancel()
-	<-e2e.stack.served
-	e2e.stack.env.Stop()
+	<-e2e.stack.Served
+	e2e.stack.Env.Stop()
 	os.RemoveAll(e2e.dir)
 }
 
 // e2eSimScale speeds the crawler simulator up five times.
 const e2eSimScale = 0.2
 
-func devStackForTest(t *testing.T) *devStack {
+func devStackForTest(t *testing.T) *devstack.Stack {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
 	e2e.once.Do(func() {
-		cfg, err := loadConfig("", pflag.NewFlagSet("e2e", pflag.ContinueOnError))
+		cfg, err := app.LoadConfig("", pflag.NewFlagSet("e2e", pflag.ContinueOnError))
 		if err != nil {
 			e2e.err = err
 			return
 		}
-		for key, value := range devDefaults {
+		for key, value := range devstack.Defaults {
 			cfg.SetDefault(key, value)
 		}
 		cfg.Set("api.listen", "127.0.0.1:0")
@@ -76,7 +78,7 @@ func devStackForTest(t *testing.T) *devStack {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		e2e.cancel = cancel
-		e2e.stack, e2e.err = startDevStack(ctx, cfg, e2e.dir, sandbox.Options{
+		e2e.stack, e2e.err = devstack.Start(ctx, cfg, e2e.dir, sandbox.Options{
 			Nodes:          kubelet.Nodes{Count: 2},
 			RestartBackoff: kubelet.Backoff{Initial: 200 * time.Millisecond, Max: time.Second},
 			Programs: map[string]kubelet.Program{cfg.GetString("crawler.image"): crawlersim.Program(func(o *crawlersim.Options) {
@@ -91,7 +93,7 @@ func devStackForTest(t *testing.T) *devStack {
 		t.Fatalf("starting the dev stack: %v", e2e.err)
 	}
 	// The superuser exists once the database is prepared.
-	waitReady(t, e2e.stack.apiURL+"/readyz", nil)
+	waitReady(t, e2e.stack.APIURL+"/readyz", nil)
 	return e2e.stack
 }
 
@@ -103,9 +105,9 @@ type client struct {
 	oid   string
 }
 
-func newClient(t *testing.T, d *devStack) *client {
+func newClient(t *testing.T, d *devstack.Stack) *client {
 	t.Helper()
-	c := &client{t: t, base: d.apiURL}
+	c := &client{t: t, base: d.APIURL}
 	form := url.Values{"username": {"admin@example.com"}, "password": {"PASSW0RD!"}}
 	resp, err := http.PostForm(c.base+"/api/auth/jwt/login", form)
 	if err != nil {
@@ -199,9 +201,9 @@ func (c *client) bytesStored() float64 {
 }
 
 // bucket is the stack's bucket as seen from the host.
-func bucket(t *testing.T, d *devStack) *s3.Bucket {
+func bucket(t *testing.T, d *devstack.Stack) *s3.Bucket {
 	t.Helper()
-	b, err := s3.New(d.env.S3.Storage("check", devBucket), s3.Options{Transport: d.env.HTTPTransport()})
+	b, err := s3.New(d.Env.S3.Storage("check", devstack.Bucket), s3.Options{Transport: d.Env.HTTPTransport()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,11 +304,11 @@ func TestCrawlFilesEndToEnd(t *testing.T) {
 func TestUploadOutageFailsTheCrawl(t *testing.T) {
 	d := devStackForTest(t)
 	c := newClient(t, d)
-	if err := d.env.S3.Stop(5 * time.Second); err != nil {
+	if err := d.Env.S3.Stop(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := d.env.S3.Restart(context.Background()); err != nil {
+		if err := d.Env.S3.Restart(context.Background()); err != nil {
 			t.Errorf("restarting the S3 server: %v", err)
 		}
 	})

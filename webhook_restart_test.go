@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/pflag"
 
+	"github.com/trawlerhq/trawler/app"
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/store"
 	"github.com/trawlerhq/trawler/webhook"
@@ -86,11 +87,11 @@ func TestWebhookDeliverySurvivesKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The event, stored as the operator of any replica stores it.
-	v, err := loadConfig("", pflag.NewFlagSet("test", pflag.ContinueOnError))
+	v, err := app.LoadConfig("", pflag.NewFlagSet("test", pflag.ContinueOnError))
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, err := webhook.New(webhookConfig(v), webhook.Deps{Store: st})
+	events, err := webhook.New(app.WebhookConfig(v), webhook.Deps{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}

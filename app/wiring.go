@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"crypto/rand"
@@ -82,8 +82,8 @@ func emailConfig(v *viper.Viper) email.Config {
 	}
 }
 
-// webhookConfig maps settings to the webhook deliverer's configuration.
-func webhookConfig(v *viper.Viper) webhook.Config {
+// WebhookConfig maps settings to the webhook deliverer's configuration.
+func WebhookConfig(v *viper.Viper) webhook.Config {
 	return webhook.Config{
 		MaxAttempts:   v.GetInt("webhooks.max_attempts"),
 		RetryDelay:    v.GetDuration("webhooks.retry_delay"),
@@ -165,9 +165,9 @@ func operatorConfig(v *viper.Viper) (operator.Config, error) {
 	return c, nil
 }
 
-// storagesConfig reads the storages setting: a list in a config file, or
+// StoragesConfig reads the storages setting: a list in a config file, or
 // JSON from the environment or a flag. None configured is an empty list.
-func storagesConfig(v *viper.Viper) ([]s3.Config, error) {
+func StoragesConfig(v *viper.Viper) ([]s3.Config, error) {
 	var out []s3.Config
 	switch raw := v.Get("storages").(type) {
 	case nil:
@@ -190,7 +190,7 @@ func storagesConfig(v *viper.Viper) ([]s3.Config, error) {
 // when there are none: download links, file deletion and crawl logs are
 // then off.
 func objectStorage(v *viper.Viper, transport http.RoundTripper, logger *slog.Logger) (*s3.Registry, error) {
-	storages, err := storagesConfig(v)
+	storages, err := StoragesConfig(v)
 	if err != nil {
 		return nil, err
 	}

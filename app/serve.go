@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -33,32 +33,32 @@ import (
 	"github.com/trawlerhq/trawler/webhook"
 )
 
-// serveDeps are the seams `trawler dev` and tests fill in; production
-// leaves them zero.
-type serveDeps struct {
-	// clusterDialer reaches pods by their cluster DNS names (per-crawl
+// Deps are the seams `trawler dev` and tests fill in; production leaves
+// them zero.
+type Deps struct {
+	// ClusterDialer reaches pods by their cluster DNS names (per-crawl
 	// Redis, profile browsers): the sandbox has no cluster DNS.
-	clusterDialer func(ctx context.Context, network, addr string) (net.Conn, error)
-	// logs reads pod logs where the pods/log API cannot (the sandbox).
-	logs operator.LogReader
-	// listening, when set, receives the API's address once it accepts
+	ClusterDialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Logs reads pod logs where the pods/log API cannot (the sandbox).
+	Logs operator.LogReader
+	// Listening, when set, receives the API's address once it accepts
 	// connections.
-	listening chan<- string
-	// logger, when set, replaces the configured logger.
-	logger *slog.Logger
-	// storageTransport, when set, carries object storage requests (the
+	Listening chan<- string
+	// Logger, when set, replaces the configured logger.
+	Logger *slog.Logger
+	// StorageTransport, when set, carries object storage requests (the
 	// sandbox's reaches its S3 server by a cluster name).
-	storageTransport http.RoundTripper
+	StorageTransport http.RoundTripper
 }
 
-// serve runs the configured roles until ctx is cancelled, then shuts down
+// Serve runs the configured roles until ctx is cancelled, then shuts down
 // gracefully: the HTTP server drains, the operator and scheduler stop and
 // the Lease is released so another replica takes over at once.
-func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
-	logger := deps.logger
+func Serve(ctx context.Context, v *viper.Viper, deps Deps) error {
+	logger := deps.Logger
 	if logger == nil {
 		var err error
-		if logger, err = newLogger(v, os.Stderr); err != nil {
+		if logger, err = NewLogger(v, os.Stderr); err != nil {
 			return err
 		}
 	}
@@ -105,7 +105,7 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	if err != nil {
 		return err
 	}
-	objects, err := objectStorage(v, deps.storageTransport, logger)
+	objects, err := objectStorage(v, deps.StorageTransport, logger)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	// replay.json signs them; the API is built right below.
 	var apiSrv *api.Server
 	downloadURLs := func(ctx context.Context, c *store.Crawl) ([]string, error) { return apiSrv.DownloadURLs(ctx, c) }
-	notifier, err := webhook.New(webhookConfig(v), webhook.Deps{Store: st, Resources: downloadURLs,
+	notifier, err := webhook.New(WebhookConfig(v), webhook.Deps{Store: st, Resources: downloadURLs,
 		Observer: deliveries, Log: logger.With("component", "webhooks")})
 	if err != nil {
 		return err
@@ -128,8 +128,8 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 		Launcher:      launcher,
 		Secrets:       launcher,
 		Browsers:      launcher,
-		RedisDialer:   deps.clusterDialer,
-		BrowserDialer: deps.clusterDialer,
+		RedisDialer:   deps.ClusterDialer,
+		BrowserDialer: deps.ClusterDialer,
 		Ready:         ready.check,
 		Mailer:        email.New(emailConfig(v), logger.With("component", "email")),
 		Webhooks:      notifier,
@@ -147,7 +147,7 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 		if opCfg, err = operatorConfig(v); err != nil {
 			return err
 		}
-		opCfg.RedisDialer, opCfg.RedisHook = deps.clusterDialer, redisHook
+		opCfg.RedisDialer, opCfg.RedisHook = deps.ClusterDialer, redisHook
 		metrics, err := metricsclient.NewForConfig(restCfg)
 		if err != nil {
 			return fmt.Errorf("building metrics client: %w", err)
@@ -156,7 +156,7 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 		if err != nil {
 			return err
 		}
-		opDeps = operator.Deps{Kube: kube, Trawler: trawler, Metrics: metrics, Store: st, Logs: deps.logs, Log: logger,
+		opDeps = operator.Deps{Kube: kube, Trawler: trawler, Metrics: metrics, Store: st, Logs: deps.Logs, Log: logger,
 			Events: notifier, Telemetry: telemetry}
 	}
 
@@ -173,7 +173,7 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	// One slot per sender (HTTP and the operator), so neither blocks on a
 	// fatal error the other already reported.
 	fatal := make(chan error, 2)
-	srv, err := startHTTP(v, apiSrv, reg, deps.listening, fatal, logger)
+	srv, err := startHTTP(v, apiSrv, reg, deps.Listening, fatal, logger)
 	if err != nil {
 		return err
 	}
@@ -241,7 +241,7 @@ func startHTTP(v *viper.Viper, apiSrv *api.Server, reg *prometheus.Registry, lis
 		// its whole timeout.
 		srv.RegisterOnShutdown(apiSrv.EndStreams)
 		servers = append(servers, srv)
-		logger.Info("serving "+what, "addr", ln.Addr().String(), "version", version, "api", v.GetBool("api.enabled"))
+		logger.Info("serving "+what, "addr", ln.Addr().String(), "version", Version, "api", v.GetBool("api.enabled"))
 		go func() {
 			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 				errc <- fmt.Errorf("serving %s: %w", what, err)
@@ -402,6 +402,6 @@ func kubeRESTConfig(v *viper.Viper) (*rest.Config, error) {
 	}
 	cfg.QPS = float32(v.GetFloat64("operator.kube_qps"))
 	cfg.Burst = v.GetInt("operator.kube_burst")
-	cfg.UserAgent = "trawler/" + version
+	cfg.UserAgent = "trawler/" + Version
 	return cfg, nil
 }
