@@ -1,4 +1,4 @@
-package main
+package crawls
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/trawlerhq/trawler/app"
+	"github.com/trawlerhq/trawler/e2e/e2etest"
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/store"
 	"github.com/trawlerhq/trawler/webhook"
@@ -37,7 +38,7 @@ current-context: none
 // starts it again: the new process delivers the notification, and only
 // the completed attempt is counted.
 func TestWebhookDeliverySurvivesKill(t *testing.T) {
-	bin := buildTrawler(t)
+	bin := e2etest.Binary(t)
 	dir := t.TempDir()
 	ctx := context.Background()
 	mongo, err := sandbox.StartMongo(ctx, dir)
