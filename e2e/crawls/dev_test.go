@@ -1,8 +1,10 @@
 package crawls
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +19,18 @@ func TestDevStartsAndStopsCleanly(t *testing.T) {
 	}
 	dir := t.TempDir()
 	dev := startDev(t, dir)
+	// What the README says .dev/env exports.
+	want := []string{"TRAWLER_API_URL", "KUBECONFIG", "TRAWLER_MONGO_URI", "MONGO_URI", "TRAWLER_REDIS_URL",
+		"REDIS_URL", "TRAWLER_USERNAME", "TRAWLER_PASSWORD", "MAILPIT_URL", "S3_ENDPOINT_URL", "S3_BUCKET",
+		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+	for _, name := range want {
+		if dev.Env[name] == "" {
+			t.Errorf("the env file has no %s", name)
+		}
+	}
+	if len(dev.Env) != len(want) {
+		t.Errorf("the env file has %d variables, want %d: %v", len(dev.Env), len(want), slices.Sorted(maps.Keys(dev.Env)))
+	}
 	if err := dev.Interrupt(); err != nil {
 		t.Fatal(err)
 	}
