@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/trawlerhq/trawler/app"
 )
 
 func newRootCommand() *cobra.Command {
@@ -27,7 +29,7 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(cmd.OutOrStdout(), "trawler %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprintf(cmd.OutOrStdout(), "trawler %s (%s, %s/%s)\n", app.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		},
 	}
 }
@@ -43,15 +45,15 @@ the replica holding the leader-election Lease. --api=false or
 --operator=false runs one role alone.`,
 		Args: cobra.NoArgs,
 	}
-	cfgFile := bindConfigFlags(cmd.Flags())
+	cfgFile := app.BindConfigFlags(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cfg, err := loadConfig(*cfgFile, cmd.Flags())
+		cfg, err := app.LoadConfig(*cfgFile, cmd.Flags())
 		if err != nil {
 			return err
 		}
 		ctx, stop := signalContext(cmd.Context())
 		defer stop()
-		return serve(ctx, cfg, serveDeps{})
+		return app.Serve(ctx, cfg, app.Deps{})
 	}
 	return cmd
 }

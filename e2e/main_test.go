@@ -1,22 +1,17 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/trawlerhq/trawler/e2e/e2etest"
 )
 
 // stack is the `trawler dev` the package's tests share.
@@ -52,13 +47,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	defer e2etest.RemoveBuild()
 	stack.artifacts = artifactsDir()
 	fmt.Printf("e2e: screenshots and downloads in %s\n", stack.artifacts)
 
 	if url := os.Getenv("TRAWLER_E2E_URL"); url != "" {
 		// A running `make dev` (its superuser), e.g. to look at what the
 		// tests do while they run.
-		stack.url, stack.user, stack.password = url, "admin@example.com", "PASSW0RD!"
+		stack.url, stack.user, stack.password = url, e2etest.SuperuserEmail, e2etest.SuperuserPassword
 		fmt.Printf("e2e: using the stack at %s\n", url)
 	} else {
 		stop, err := startDev(dir)
@@ -119,92 +115,28 @@ func needStack(t *testing.T) {
 	}
 }
 
-// startDev builds trawler and runs `trawler dev` in dir, as `make dev`
-// does but on a free port, until stop.
+// startDev runs `trawler dev` in dir, as `make dev` does but on a free
+// port, until stop.
 func startDev(dir string) (stop func(), err error) {
-	bin := filepath.Join(dir, "trawler")
-	build := exec.Command("go", "build", "-o", bin, "..")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build: %w\n%s", err, out)
+	bin, err := e2etest.Build()
+	if err != nil {
+		return nil, err
 	}
 	log, err := os.Create(filepath.Join(stack.artifacts, "trawler-dev.log"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("creating the log: %w", err)
 	}
-	cmd := exec.Command(bin, "dev", "--dir", filepath.Join(dir, "dev"), "--api.listen", "127.0.0.1:0", "--nodes", "2")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return nil, err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop = func() {
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-exited:
-		case <-time.After(60 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		log.Close()
-	}
-	env, err := waitForEnv(filepath.Join(dir, "dev", "env"), exited)
-	if err == nil {
-		err = waitReady(env["TRAWLER_API_URL"]+"/readyz", exited)
-	}
+	dev, err := e2etest.StartDev(bin, filepath.Join(dir, "dev"), 2, log)
 	if err != nil {
-		stop()
-		return nil, fmt.Errorf("trawler dev (log: %s): %w", log.Name(), err)
+		log.Close()
+		return nil, fmt.Errorf("%w (log: %s)", err, log.Name())
 	}
-	stack.url, stack.user, stack.password = env["TRAWLER_API_URL"], env["TRAWLER_USERNAME"], env["TRAWLER_PASSWORD"]
-	return stop, nil
-}
-
-// waitForEnv reads the env file trawler dev writes once it serves.
-func waitForEnv(path string, exited <-chan error) (map[string]string, error) {
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			return nil, fmt.Errorf("exited early: %v", err)
-		case <-time.After(200 * time.Millisecond):
+	stack.url, stack.user, stack.password = dev.APIURL(), dev.Env["TRAWLER_USERNAME"], dev.Env["TRAWLER_PASSWORD"]
+	return func() {
+		if err := dev.Interrupt(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			dev.Kill()
 		}
-		f, err := os.Open(path)
-		if err != nil {
-			continue
-		}
-		env := map[string]string{}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "="); ok {
-				env[k] = strings.Trim(v, `"`)
-			}
-		}
-		f.Close()
-		if env["TRAWLER_API_URL"] != "" {
-			return env, nil
-		}
-	}
-	return nil, errors.New("no env file within 3 minutes")
-}
-
-func waitReady(url string, exited <-chan error) error {
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case err := <-exited:
-			return fmt.Errorf("exited before ready: %v", err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("%s did not answer 200 within 2 minutes", url)
+		log.Close()
+	}, nil
 }

@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,76 +13,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/trawlerhq/trawler/e2e/e2etest"
 	"github.com/trawlerhq/trawler/sandbox/metricstest"
 )
-
-// client is the REST API as a script uses it.
-type client struct {
-	t     *testing.T
-	token string
-}
-
-func login(t *testing.T) *client {
-	t.Helper()
-	resp, err := http.PostForm(stack.url+"/api/auth/jwt/login", url.Values{"username": {stack.user}, "password": {stack.password}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
-		t.Fatalf("login: %d %v", resp.StatusCode, err)
-	}
-	return &client{t: t, token: tok.AccessToken}
-}
-
-// call sends a JSON request and decodes the JSON answer into out.
-func (c *client) call(method, path string, body, out any) {
-	c.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, stack.url+path, rd)
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		c.t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			c.t.Fatalf("%s %s: %v", method, path, err)
-		}
-	}
-}
-
-// defaultOrg is the id of the first org.
-func (c *client) defaultOrg() string {
-	var orgs struct {
-		Items []struct {
-			ID string `json:"id"`
-		} `json:"items"`
-	}
-	c.call("GET", "/api/orgs", nil, &orgs)
-	return orgs.Items[0].ID
-}
 
 // TestMetricsAfterACrawl scrapes /metrics after a crawl that someone
 // followed: the API, store, Redis, operator and process series are there
 // with values that fit what happened.
 func TestMetricsAfterACrawl(t *testing.T) {
 	needStack(t)
-	c := login(t)
-	oid := c.defaultOrg()
+	c := e2etest.LoginAs(t, stack.url, nil, stack.user, stack.password)
+	oid := c.OrgID()
 	// A receiver of the org's crawlFinished webhook, so that a delivery
 	// is counted.
 	delivered := make(chan struct{}, 10)
@@ -92,22 +31,22 @@ func TestMetricsAfterACrawl(t *testing.T) {
 		delivered <- struct{}{}
 	}))
 	defer receiver.Close()
-	c.call("POST", "/api/orgs/"+oid+"/event-webhook-urls", map[string]any{"crawlFinished": receiver.URL + "/finished"}, nil)
-	defer c.call("POST", "/api/orgs/"+oid+"/event-webhook-urls", map[string]any{}, nil)
+	c.JSON("POST", "/api/orgs/"+oid+"/event-webhook-urls", map[string]any{"crawlFinished": receiver.URL + "/finished"}, 200, nil)
+	defer c.JSON("POST", "/api/orgs/"+oid+"/event-webhook-urls", map[string]any{}, 200, nil)
 	var added struct {
 		RunNowJob string `json:"run_now_job"`
 	}
-	c.call("POST", "/api/orgs/"+oid+"/crawlconfigs/", map[string]any{
+	c.JSON("POST", "/api/orgs/"+oid+"/crawlconfigs/", map[string]any{
 		"name": "metered", "runNow": true, "scale": 2,
 		"config": map[string]any{"seeds": []any{map[string]any{"url": "https://example.com/?sim-pages=60&sim-page-ms=100"}}},
-	}, &added)
+	}, 200, &added)
 	id := added.RunNowJob
 
 	// Follow it to its end through its event stream, as the dashboard does.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET",
-		stack.url+"/api/orgs/"+oid+"/crawls/"+id+"/events?auth_bearer="+url.QueryEscape(c.token), nil)
+		stack.url+"/api/orgs/"+oid+"/crawls/"+id+"/events?auth_bearer="+url.QueryEscape(c.Token), nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

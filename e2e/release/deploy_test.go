@@ -1,4 +1,4 @@
-package main
+package release
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
 	"sigs.k8s.io/yaml"
+
+	"github.com/trawlerhq/trawler/app"
 )
 
 // No Docker engine runs where the tests run, so the compose setup is
@@ -28,7 +30,7 @@ const testNodeIP = "172.18.0.2"
 func loadCompose(t *testing.T) *types.Project {
 	t.Helper()
 	// make kind-up gives the control-plane node's address.
-	opts, err := cli.NewProjectOptions([]string{filepath.Join("deploy", "compose.yaml")},
+	opts, err := cli.NewProjectOptions([]string{filepath.Join(root, "deploy", "compose.yaml")},
 		cli.WithEnv([]string{"KIND_NODE_IP=" + testNodeIP}), cli.WithResolvedPaths(true))
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +59,7 @@ type kindCluster struct {
 
 func loadKindCluster(t *testing.T) kindCluster {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("deploy", "kind", "cluster.yaml"))
+	data, err := os.ReadFile(filepath.Join(root, "deploy", "kind", "cluster.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +90,6 @@ func TestComposeOnKind(t *testing.T) {
 		}
 	}
 	trawler := project.Services["trawler"]
-	root, _ := filepath.Abs(".")
 	if trawler.Build == nil || trawler.Build.Context != root || trawler.Build.Dockerfile != "Dockerfile" {
 		t.Errorf("trawler must build from the repository's Dockerfile: %+v", trawler.Build)
 	}
@@ -203,11 +204,11 @@ func TestComposeOnKind(t *testing.T) {
 // TestDockerfileBuildsLikeMake: the image's binary is built with the same
 // go build flags and environment as `make build`.
 func TestDockerfileBuildsLikeMake(t *testing.T) {
-	makefile, err := os.ReadFile("Makefile")
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dockerfile, err := os.ReadFile("Dockerfile")
+	dockerfile, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,8 +240,8 @@ func valueOf(v *string) string {
 func configKeysAsEnv(t *testing.T) map[string]bool {
 	t.Helper()
 	known := map[string]bool{}
-	for _, s := range settings {
-		known["TRAWLER_"+strings.ToUpper(strings.ReplaceAll(s.key, ".", "_"))] = true
+	for _, key := range app.Keys() {
+		known["TRAWLER_"+strings.ToUpper(strings.ReplaceAll(key, ".", "_"))] = true
 	}
 	return known
 }

@@ -1,4 +1,4 @@
-package main
+package crawls
 
 import (
 	"archive/zip"
@@ -23,30 +23,8 @@ import (
 )
 
 // The end-to-end tests of the archive API (collections, uploads, browser
-// profiles) on the shared development stack of storage_e2e_test.go. Each
+// profiles) on the shared development stack of main_test.go. Each
 // works in an org of its own, so its storage accounting is exact.
-
-// inNewOrg points the client at a new org.
-func (c *client) inNewOrg(name string) {
-	c.t.Helper()
-	c.oid = c.json("POST", "/api/orgs/create", map[string]any{"name": name}, 200)["id"].(string)
-}
-
-// eventually polls get until ok holds, for up to a minute.
-func eventually(t *testing.T, what string, get func() map[string]any, ok func(map[string]any) bool) map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		v := get()
-		if ok(v) {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still %v after a minute", what, v)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
 
 // stored reads an object of the stack's bucket.
 func stored(t *testing.T, b *s3.Bucket, key string) ([]byte, error) {
@@ -77,16 +55,16 @@ func objects(t *testing.T, b *s3.Bucket, prefix string) []string {
 // holds both crawls' WACZ files exactly as stored; removing a crawl
 // changes the counts; a public collection's replay needs no token.
 func TestCollectionsEndToEnd(t *testing.T) {
-	d := devStackForTest(t)
+	d := sharedStack(t)
 	c := newClient(t, d)
 	c.inNewOrg("e2e collections")
-	coll := c.json("POST", c.org("/collections"), map[string]any{"name": "Tést collection"}, 200)["id"].(string)
-	wf := c.json("POST", c.org("/crawlconfigs/"), map[string]any{
+	coll := c.Object("POST", c.Org("/collections"), map[string]any{"name": "Tést collection"}, 200)["id"].(string)
+	wf := c.Object("POST", c.Org("/crawlconfigs/"), map[string]any{
 		"name": "auto-add", "runNow": true, "autoAddCollections": []string{coll}, "tags": []string{"e2e"},
 		"config": map[string]any{"seeds": []any{map[string]any{"url": "https://example.com/?sim-pages=4&sim-bytes=20000"}}},
 	}, 200)
 	first := c.waitCrawl(wf["run_now_job"].(string))
-	second := c.waitCrawl(c.json("POST", c.org("/crawlconfigs/"+wf["id"].(string)+"/run"), nil, 200)["started"].(string))
+	second := c.waitCrawl(c.Object("POST", c.Org("/crawlconfigs/"+wf["id"].(string)+"/run"), nil, 200)["started"].(string))
 	crawls := []map[string]any{first, second}
 	var pages, size float64
 	for _, cr := range crawls {
@@ -96,7 +74,7 @@ func TestCollectionsEndToEnd(t *testing.T) {
 		pages += cr["stats"].(map[string]any)["done"].(float64)
 		size += cr["fileSize"].(float64)
 	}
-	got := eventually(t, "collection counts", func() map[string]any { return c.json("GET", c.org("/collections/"+coll), nil, 200) },
+	got := eventually(t, "collection counts", func() map[string]any { return c.Object("GET", c.Org("/collections/"+coll), nil, 200) },
 		func(m map[string]any) bool { return m["crawlCount"] == 2.0 })
 	if got["pageCount"] != pages || got["totalSize"] != size || len(got["tags"].([]any)) != 1 {
 		t.Fatalf("collection %v, want %v pages, %v bytes, tags [e2e]", got, pages, size)
@@ -105,11 +83,11 @@ func TestCollectionsEndToEnd(t *testing.T) {
 	// The download: every file of both crawls, byte-identical to storage.
 	var want []string
 	for _, cr := range crawls {
-		for _, r := range c.json("GET", c.org("/crawls/"+cr["id"].(string)+"/replay.json"), nil, 200)["resources"].([]any) {
+		for _, r := range c.Object("GET", c.Org("/crawls/"+cr["id"].(string)+"/replay.json"), nil, 200)["resources"].([]any) {
 			want = append(want, r.(map[string]any)["name"].(string))
 		}
 	}
-	code, raw := c.do("GET", c.org("/collections/"+coll+"/download"), nil)
+	code, raw := c.Send("GET", c.Org("/collections/"+coll+"/download"), nil, "application/json")
 	if code != 200 {
 		t.Fatalf("download: %d %s", code, raw)
 	}
@@ -141,17 +119,17 @@ func TestCollectionsEndToEnd(t *testing.T) {
 		t.Fatalf("zip members %v, want %v and datapackage.json last", members, want)
 	}
 
-	out := c.json("POST", c.org("/collections/"+coll+"/remove"), map[string]any{"crawlIds": []string{first["id"].(string)}}, 200)
+	out := c.Object("POST", c.Org("/collections/"+coll+"/remove"), map[string]any{"crawlIds": []string{first["id"].(string)}}, 200)
 	if out["crawlCount"] != 1.0 || out["totalSize"] != second["fileSize"] || out["pageCount"] != second["stats"].(map[string]any)["done"] {
 		t.Fatalf("after removing a crawl: %v", out)
 	}
 
 	// Public: the replay answers without a token, its links download.
-	public := d.apiURL + c.org("/collections/"+coll+"/public/replay.json")
+	public := d.APIURL + c.Org("/collections/"+coll+"/public/replay.json")
 	if resp, err := http.Get(public); err != nil || resp.StatusCode != 404 {
 		t.Fatalf("private collection's public replay: %v %v", resp, err)
 	}
-	c.json("PATCH", c.org("/collections/"+coll), map[string]any{"isPublic": true}, 200)
+	c.Object("PATCH", c.Org("/collections/"+coll), map[string]any{"isPublic": true}, 200)
 	resp, err := http.Get(public)
 	if err != nil {
 		t.Fatal(err)
@@ -177,20 +155,20 @@ func TestCollectionsEndToEnd(t *testing.T) {
 // and reads show it; replaceId swaps the file; delete removes files and
 // bytes; an upload past the quota is refused and leaves nothing.
 func TestUploadsEndToEnd(t *testing.T) {
-	d := devStackForTest(t)
+	d := sharedStack(t)
 	c := newClient(t, d)
 	c.inNewOrg("e2e uploads")
 	b := bucket(t, d)
 	crawl := c.runCrawl("wacz source", "https://example.com/?sim-pages=3&sim-bytes=5000", 1)
-	res := c.json("GET", c.org("/crawls/"+crawl["id"].(string)+"/replay.json"), nil, 200)["resources"].([]any)
+	res := c.Object("GET", c.Org("/crawls/"+crawl["id"].(string)+"/replay.json"), nil, 200)["resources"].([]any)
 	wacz := download(t, res[0].(map[string]any)["path"].(string))
 	base := c.bytesStored()
-	uploads := c.oid + "/uploads/"
+	uploads := c.OID + "/uploads/"
 
 	put := func(path, contentType string, body []byte) (int, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequest("PUT", c.base+c.org(path), bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+c.token)
+		req, _ := http.NewRequest("PUT", c.Base+c.Org(path), bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+c.Token)
 		req.Header.Set("Content-Type", contentType)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -230,16 +208,16 @@ func TestUploadsEndToEnd(t *testing.T) {
 	if got, want := c.bytesStored(), base+3*float64(len(wacz)); got != want {
 		t.Fatalf("bytesStored %v, want %v", got, want)
 	}
-	list := c.json("GET", c.org("/uploads"), nil, 200)
+	list := c.Object("GET", c.Org("/uploads"), nil, 200)
 	if list["total"] != 2.0 {
 		t.Fatalf("uploads %v", list)
 	}
 	for _, id := range []string{streamed, formed} {
-		u := c.json("GET", c.org("/uploads/"+id), nil, 200)
+		u := c.Object("GET", c.Org("/uploads/"+id), nil, 200)
 		if u["type"] != "upload" || u["state"] != "complete" || u["cid"] != nil {
 			t.Errorf("upload %v", u)
 		}
-		for _, r := range c.json("GET", c.org("/uploads/"+id+"/replay.json"), nil, 200)["resources"].([]any) {
+		for _, r := range c.Object("GET", c.Org("/uploads/"+id+"/replay.json"), nil, 200)["resources"].([]any) {
 			if !bytes.Equal(download(t, r.(map[string]any)["path"].(string)), wacz) {
 				t.Errorf("%s: its link downloads other bytes", id)
 			}
@@ -259,13 +237,13 @@ func TestUploadsEndToEnd(t *testing.T) {
 		t.Fatalf("bytesStored after the replacement %v, want %v", got, want)
 	}
 
-	c.json("POST", c.org("/uploads/delete"), map[string]any{"crawl_ids": []string{streamed, formed}}, 200)
+	c.Object("POST", c.Org("/uploads/delete"), map[string]any{"crawl_ids": []string{streamed, formed}}, 200)
 	if keys := objects(t, b, uploads); len(keys) != 0 || c.bytesStored() != base {
 		t.Fatalf("after the delete: %v stored, bytesStored %v, want %v", keys, c.bytesStored(), base)
 	}
 
 	// Past the quota: refused with upstream's detail, nothing stored.
-	c.json("POST", c.org("/quotas"), map[string]any{"storageQuota": base + float64(len(wacz)/2)}, 200)
+	c.Object("POST", c.Org("/quotas"), map[string]any{"storageQuota": base + float64(len(wacz)/2)}, 200)
 	code, out = put("/uploads/stream?filename=big.wacz", "application/octet-stream", wacz)
 	if code != 403 || out["detail"] != "storage_quota_reached" {
 		t.Fatalf("upload past the quota: %d %v", code, out)
@@ -280,32 +258,32 @@ func TestUploadsEndToEnd(t *testing.T) {
 // with the profile loads it (and fails without it); deleting the profile
 // deletes the file; a browser nobody pings is removed at its expiry.
 func TestProfilesEndToEnd(t *testing.T) {
-	d := devStackForTest(t)
+	d := sharedStack(t)
 	c := newClient(t, d)
 	c.inNewOrg("e2e profiles")
 	b := bucket(t, d)
 	ns := "crawlers"
-	jobs := versioned.NewForConfigOrDie(d.env.Cluster.Config).TrawlerV1().ProfileJobs(ns)
+	jobs := versioned.NewForConfigOrDie(d.Env.Cluster.Config).TrawlerV1().ProfileJobs(ns)
 
-	browser := c.json("POST", c.org("/profiles/browser"), map[string]any{"url": "https://example.com/login"}, 200)["browserid"].(string)
-	path := c.org("/profiles/browser/" + browser)
-	eventually(t, "the browser's VNC access", func() map[string]any { return c.json("GET", path, nil, 200) },
+	browser := c.Object("POST", c.Org("/profiles/browser"), map[string]any{"url": "https://example.com/login"}, 200)["browserid"].(string)
+	path := c.Org("/profiles/browser/" + browser)
+	eventually(t, "the browser's VNC access", func() map[string]any { return c.Object("GET", path, nil, 200) },
 		func(m map[string]any) bool { return m["url"] != nil })
-	pod, err := d.env.Client.CoreV1().Pods(ns).Get(t.Context(), k8s.BrowserPodName(browser), metav1.GetOptions{})
+	pod, err := d.Env.Client.CoreV1().Pods(ns).Get(t.Context(), k8s.BrowserPodName(browser), metav1.GetOptions{})
 	if err != nil || pod.Spec.Containers[0].Command[0] != "create-login-profile" {
 		t.Fatalf("browser pod: %v", err)
 	}
-	c.json("POST", path+"/navigate", map[string]any{"url": "https://example.org/account"}, 200)
-	ping := c.json("POST", path+"/ping", nil, 200)
+	c.Object("POST", path+"/navigate", map[string]any{"url": "https://example.org/account"}, 200)
+	ping := c.Object("POST", path+"/ping", nil, 200)
 	if origins := ping["origins"].([]any); len(origins) != 2 || origins[1] != "https://example.org" {
 		t.Fatalf("ping: %v", ping)
 	}
 
-	added := c.json("POST", c.org("/profiles"), map[string]any{"browserid": browser, "name": "Logged in"}, 200)
+	added := c.Object("POST", c.Org("/profiles"), map[string]any{"browserid": browser, "name": "Logged in"}, 200)
 	pid := added["id"].(string)
-	profile := c.json("GET", c.org("/profiles/"+pid), nil, 200)
+	profile := c.Object("GET", c.Org("/profiles/"+pid), nil, 200)
 	resource := profile["resource"].(map[string]any)
-	key := c.oid + "/profiles/profile-" + pid + ".tar.gz"
+	key := c.OID + "/profiles/profile-" + pid + ".tar.gz"
 	data, err := stored(t, b, key)
 	sum := sha256.Sum256(data)
 	if err != nil || float64(len(data)) != resource["size"] || hex.EncodeToString(sum[:]) != resource["hash"] ||
@@ -317,7 +295,7 @@ func TestProfilesEndToEnd(t *testing.T) {
 	}
 
 	// A crawl with the profile gets the crawler's --profile and loads it.
-	wf := c.json("POST", c.org("/crawlconfigs/"), map[string]any{
+	wf := c.Object("POST", c.Org("/crawlconfigs/"), map[string]any{
 		"name": "with profile", "runNow": true, "profileid": pid,
 		"config": map[string]any{"seeds": []any{map[string]any{"url": "https://example.com/?sim-pages=3"}}},
 	}, 200)
@@ -325,7 +303,7 @@ func TestProfilesEndToEnd(t *testing.T) {
 	crawlerPod := k8s.CrawlerName(crawlID, 0)
 	var args []string
 	eventually(t, "the crawler pod", func() map[string]any {
-		p, err := d.env.Client.CoreV1().Pods(ns).Get(t.Context(), crawlerPod, metav1.GetOptions{})
+		p, err := d.Env.Client.CoreV1().Pods(ns).Get(t.Context(), crawlerPod, metav1.GetOptions{})
 		if err == nil {
 			args = p.Spec.Containers[0].Command
 		}
@@ -337,7 +315,7 @@ func TestProfilesEndToEnd(t *testing.T) {
 	if crawl := c.waitCrawl(crawlID); crawl["state"] != "complete" || crawl["profileName"] != "Logged in" {
 		t.Fatalf("crawl with the profile: %v", crawl)
 	}
-	if logs := d.env.Kubelet.Logs(ns, crawlerPod, "crawler"); !strings.Contains(logs, `"message":"Loaded profile"`) {
+	if logs := d.Env.Kubelet.Logs(ns, crawlerPod, "crawler"); !strings.Contains(logs, `"message":"Loaded profile"`) {
 		t.Fatalf("the crawler did not load the profile:\n%s", logs)
 	}
 
@@ -345,21 +323,21 @@ func TestProfilesEndToEnd(t *testing.T) {
 	if err := b.Delete(t.Context(), key); err != nil {
 		t.Fatal(err)
 	}
-	failed := c.waitCrawl(c.json("POST", c.org("/crawlconfigs/"+wf["id"].(string)+"/run"), nil, 200)["started"].(string))
+	failed := c.waitCrawl(c.Object("POST", c.Org("/crawlconfigs/"+wf["id"].(string)+"/run"), nil, 200)["started"].(string))
 	if failed["state"] != "failed" {
 		t.Fatalf("crawl with a missing profile ended %v", failed["state"])
 	}
 
 	// Delete: refused while a workflow uses it, then the file goes.
-	if out := c.json("DELETE", c.org("/profiles/"+pid), nil, 200); out["error"] != "in_use" {
+	if out := c.Object("DELETE", c.Org("/profiles/"+pid), nil, 200); out["error"] != "in_use" {
 		t.Fatalf("delete in use: %v", out)
 	}
-	c.json("PATCH", c.org("/crawlconfigs/"+wf["id"].(string)), map[string]any{"profileid": ""}, 200)
+	c.Object("PATCH", c.Org("/crawlconfigs/"+wf["id"].(string)), map[string]any{"profileid": ""}, 200)
 	data = []byte("a profile archive")
 	if _, err := b.Put(t.Context(), key, bytes.NewReader(data), int64(len(data)), ""); err != nil {
 		t.Fatal(err)
 	}
-	if out := c.json("DELETE", c.org("/profiles/"+pid), nil, 200); out["success"] != true {
+	if out := c.Object("DELETE", c.Org("/profiles/"+pid), nil, 200); out["success"] != true {
 		t.Fatalf("delete: %v", out)
 	}
 	if _, err := b.Stat(t.Context(), key); !errors.Is(err, s3.ErrNotFound) {
@@ -367,17 +345,17 @@ func TestProfilesEndToEnd(t *testing.T) {
 	}
 
 	// A browser nobody pings is removed at its expiry, pod and all.
-	idle := c.json("POST", c.org("/profiles/browser"), map[string]any{"url": "https://example.com/"}, 200)["browserid"].(string)
+	idle := c.Object("POST", c.Org("/profiles/browser"), map[string]any{"url": "https://example.com/"}, 200)["browserid"].(string)
 	start := time.Now()
 	eventually(t, "the idle browser's removal", func() map[string]any {
 		_, jobErr := jobs.Get(t.Context(), k8s.ProfileJobName(idle), metav1.GetOptions{})
-		_, podErr := d.env.Client.CoreV1().Pods(ns).Get(t.Context(), k8s.BrowserPodName(idle), metav1.GetOptions{})
+		_, podErr := d.Env.Client.CoreV1().Pods(ns).Get(t.Context(), k8s.BrowserPodName(idle), metav1.GetOptions{})
 		return map[string]any{"job": jobErr, "pod": podErr}
 	}, func(m map[string]any) bool { return m["job"] != nil && m["pod"] != nil })
 	if took := time.Since(start); took < k8s.ProfileBrowserTTL-5*time.Second {
 		t.Fatalf("the idle browser went after %v, before its expiry", took)
 	}
-	if code, _ := c.do("POST", c.org("/profiles/browser/"+idle+"/ping"), nil); code != 404 {
+	if code, _ := c.Send("POST", c.Org("/profiles/browser/"+idle+"/ping"), nil, "application/json"); code != 404 {
 		t.Fatalf("ping of an expired browser: %d", code)
 	}
 }

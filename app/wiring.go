@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"crypto/rand"
@@ -66,7 +66,7 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 		LoginFailuresPerAddress:    v.GetInt("api.login_failures_per_address"),
 		LoginFailureWindow:         v.GetDuration("api.login_failure_window"),
 		PasswordHashConcurrency:    v.GetInt("api.password_hash_concurrency"),
-		Version:                    version,
+		Version:                    Version,
 		Logger:                     logger,
 	}, nil
 }
@@ -83,8 +83,8 @@ func emailConfig(v *viper.Viper) email.Config {
 	}
 }
 
-// webhookConfig maps settings to the webhook deliverer's configuration.
-func webhookConfig(v *viper.Viper) webhook.Config {
+// WebhookConfig maps settings to the webhook deliverer's configuration.
+func WebhookConfig(v *viper.Viper) webhook.Config {
 	return webhook.Config{
 		MaxAttempts:   v.GetInt("webhooks.max_attempts"),
 		RetryDelay:    v.GetDuration("webhooks.retry_delay"),
@@ -166,9 +166,9 @@ func operatorConfig(v *viper.Viper) (operator.Config, error) {
 	return c, nil
 }
 
-// storagesConfig reads the storages setting: a list in a config file, or
+// StoragesConfig reads the storages setting: a list in a config file, or
 // JSON from the environment or a flag. None configured is an empty list.
-func storagesConfig(v *viper.Viper) ([]s3.Config, error) {
+func StoragesConfig(v *viper.Viper) ([]s3.Config, error) {
 	var out []s3.Config
 	switch raw := v.Get("storages").(type) {
 	case nil:
@@ -191,7 +191,7 @@ func storagesConfig(v *viper.Viper) ([]s3.Config, error) {
 // when there are none: download links, file deletion and crawl logs are
 // then off.
 func objectStorage(v *viper.Viper, transport http.RoundTripper, logger *slog.Logger) (*s3.Registry, error) {
-	storages, err := storagesConfig(v)
+	storages, err := StoragesConfig(v)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package main
+package crawls
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trawlerhq/trawler/e2e/e2etest"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -21,17 +22,17 @@ func TestWorkflowStateNeverGoesBack(t *testing.T) {
 		t.Skip("starts trawler dev")
 	}
 	dev := startDev(t, t.TempDir())
-	c := newAPIClient(t, dev.apiURL, &http.Client{Timeout: time.Minute})
-	orgPath := "/api/orgs/" + c.orgID()
+	c := e2etest.Login(t, dev.APIURL(), &http.Client{Timeout: time.Minute})
+	orgPath := "/api/orgs/" + c.OrgID()
 
 	for _, end := range []string{"cancel", "stop"} {
 		t.Run(end, func(t *testing.T) {
-			c.t = t
+			c.T = t
 			var created struct {
 				ID  string `json:"id"`
 				Job string `json:"run_now_job"`
 			}
-			c.json("POST", orgPath+"/crawlconfigs/", map[string]any{
+			c.JSON("POST", orgPath+"/crawlconfigs/", map[string]any{
 				"name": "never-back-" + end, "runNow": true,
 				"config": map[string]any{"seeds": []any{map[string]any{
 					"url": "https://example.com/?sim-pages=2000&sim-page-ms=150"}}},
@@ -50,16 +51,16 @@ func TestWorkflowStateNeverGoesBack(t *testing.T) {
 				var crawl struct {
 					Stats *struct{ Done int } `json:"stats"`
 				}
-				c.json("GET", orgPath+"/crawls/"+created.Job, nil, 200, &crawl)
+				c.JSON("GET", orgPath+"/crawls/"+created.Job, nil, 200, &crawl)
 				return end == "cancel" || (crawl.Stats != nil && crawl.Stats.Done > 0)
 			})
-			c.json("POST", orgPath+"/crawls/"+created.Job+"/"+end, nil, 200, nil)
+			c.JSON("POST", orgPath+"/crawls/"+created.Job+"/"+end, nil, 200, nil)
 
 			last := p.until(t, 3*time.Minute, "the workflow shows the ended crawl, counted", func(w workflowReading) bool {
 				return !w.Running && store.IsFinished(w.State) && w.CrawlCount == 1
 			})
 			var crawl struct{ State string }
-			c.json("GET", orgPath+"/crawls/"+created.Job, nil, 200, &crawl)
+			c.JSON("GET", orgPath+"/crawls/"+created.Job, nil, 200, &crawl)
 			if last.State != crawl.State {
 				t.Errorf("workflow ends with lastCrawlState %q, the crawl is %q", last.State, crawl.State)
 			}
@@ -69,7 +70,9 @@ func TestWorkflowStateNeverGoesBack(t *testing.T) {
 			t.Logf("%d readings: %s", len(p.readings), p.transitions())
 		})
 	}
-	dev.interrupt(t)
+	if err := dev.Interrupt(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // workflowReading is what one poll saw of the workflow's last crawl.
@@ -84,7 +87,7 @@ type workflowReading struct {
 // workflowPoller polls one workflow and checks that each reading moves
 // forward from the one before.
 type workflowPoller struct {
-	c        *apiClient
+	c        *e2etest.Client
 	org      string // /api/orgs/<oid>
 	cid      string
 	crawl    string
@@ -126,14 +129,14 @@ func (p *workflowPoller) read(fromList bool) workflowReading {
 	if fromList {
 		from = "list"
 		var page struct{ Items []workflowOut }
-		p.c.json("GET", p.org+"/crawlconfigs?pageSize=1000", nil, 200, &page)
+		p.c.JSON("GET", p.org+"/crawlconfigs?pageSize=1000", nil, 200, &page)
 		for _, it := range page.Items {
 			if it.ID == p.cid {
 				wf = it
 			}
 		}
 	} else {
-		p.c.json("GET", p.org+"/crawlconfigs/"+p.cid, nil, 200, &wf)
+		p.c.JSON("GET", p.org+"/crawlconfigs/"+p.cid, nil, 200, &wf)
 	}
 	r := workflowReading{From: from, Running: wf.IsCrawlRunning, CrawlCount: wf.CrawlCount}
 	if wf.LastCrawlID != nil {
@@ -143,7 +146,7 @@ func (p *workflowPoller) read(fromList bool) workflowReading {
 		r.State = *wf.LastCrawlState
 	}
 	if r.LastCrawl != p.crawl {
-		p.c.t.Fatalf("%s: lastCrawlId %q, want %q", from, r.LastCrawl, p.crawl)
+		p.c.T.Fatalf("%s: lastCrawlId %q, want %q", from, r.LastCrawl, p.crawl)
 	}
 	return r
 }

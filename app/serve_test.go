@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bufio"
@@ -19,8 +19,8 @@ import (
 func testViper(t *testing.T, overrides map[string]any) *viper.Viper {
 	t.Helper()
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	bindConfigFlags(fs)
-	v, err := loadConfig("", fs)
+	BindConfigFlags(fs)
+	v, err := LoadConfig("", fs)
 	if err != nil {
 		t.Fatal(err)
 	}

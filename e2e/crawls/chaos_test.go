@@ -1,11 +1,9 @@
-package main
+package crawls
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,26 +13,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/trawlerhq/trawler/e2e/e2etest"
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
 )
-
-// status GETs path and returns the status code, tolerating any.
-func (c *apiClient) status(path string) int {
-	c.t.Helper()
-	req, err := http.NewRequest("GET", c.base+path, nil)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	res, err := c.http.Do(req)
-	if err != nil {
-		c.t.Fatalf("GET %s: %v", path, err)
-	}
-	res.Body.Close()
-	return res.StatusCode
-}
 
 // TestMongoOutageDuringACrawl stops the MongoDB-wire server for 20 s (and
 // until the crawler is done) in the middle of a crawl. Every API call in
@@ -51,8 +34,7 @@ func TestMongoOutageDuringACrawl(t *testing.T) {
 		outage  = 20 * time.Second
 		timeout = 3 * time.Second // mongo.timeout
 	)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	dir := t.TempDir()
 	logFile, err := os.Create(filepath.Join(dir, "trawler.log"))
 	if err != nil {
@@ -68,41 +50,35 @@ func TestMongoOutageDuringACrawl(t *testing.T) {
 		}
 	})
 
-	overrides := map[string]any{"api.listen": "127.0.0.1:0", "mongo.timeout": timeout}
-	for k, val := range devDefaults {
-		if k != "api.listen" {
-			overrides[k] = val
-		}
-	}
-	// Three known pages fail (leaves of the simulated site, so every page is
-	// still found), and the crawl has exactly three error lines.
-	overrides["crawler.extra_args"] = `--sim.failUrlRx "/sim/(13|17|21)$"`
-	v := testViper(t, overrides)
-	stack, err := startDevStack(ctx, v, dir, sandbox.Options{Nodes: kubelet.Nodes{Count: 1}}, logger)
+	v, err := e2etest.DevConfig(map[string]any{
+		"mongo.timeout": timeout,
+		// Three known pages fail (leaves of the simulated site, so every
+		// page is still found), and the crawl has exactly three error lines.
+		"crawler.extra_args": `--sim.failUrlRx "/sim/(13|17|21)$"`,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := stack.env
-	defer env.Stop()
+	stack, err := e2etest.StartStack(v, dir, sandbox.Options{Nodes: kubelet.Nodes{Count: 1}}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer func() {
-		cancel()
-		if err := <-stack.served; err != nil {
+		if err := stack.Stop(); err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	}()
-	a := &apiClient{t: t, base: stack.apiURL, http: &http.Client{Timeout: time.Minute}}
-	waitFor(t, 2*time.Minute, "the API to be ready", func() (bool, error) { return a.status("/readyz") == 200, nil })
-	form := url.Values{"username": {v.GetString("superuser.email")}, "password": {v.GetString("superuser.password")}}
-	var login struct {
-		AccessToken string `json:"access_token"`
+	env := stack.Env
+	if err := e2etest.WaitReady(stack.APIURL+"/readyz", 2*time.Minute, nil); err != nil {
+		t.Fatal(err)
 	}
-	a.do("POST", "/api/auth/jwt/login", strings.NewReader(form.Encode()), "application/x-www-form-urlencoded", 200, &login)
-	a.token = login.AccessToken
-	oid := a.orgID()
-	crawlID := a.startCrawl(oid, fmt.Sprintf("https://example.com/?sim-pages=%d&sim-links=2&sim-page-ms=700", pages), 1)
+	a := e2etest.LoginAs(t, stack.APIURL, &http.Client{Timeout: time.Minute},
+		v.GetString("superuser.email"), v.GetString("superuser.password"))
+	oid := a.OrgID()
+	crawlID := a.StartCrawl(oid, fmt.Sprintf("https://example.com/?sim-pages=%d&sim-links=2&sim-page-ms=700", pages), 1)
 	crawlPath := "/api/orgs/" + oid + "/crawls/" + crawlID
-	waitFor(t, 3*time.Minute, "the crawl to run", func() (bool, error) {
-		c := a.crawl(oid, crawlID)
+	e2etest.WaitFor(t, 3*time.Minute, "the crawl to run", func() (bool, error) {
+		c := a.Crawl(oid, crawlID)
 		return c.State == "running" && c.Stats.Done >= 2, nil
 	})
 
@@ -123,7 +99,7 @@ func TestMongoOutageDuringACrawl(t *testing.T) {
 		}
 		for _, path := range []string{"/api/users/me", "/api/orgs", crawlPath, "/api/orgs/" + oid + "/crawls"} {
 			start := time.Now()
-			code := a.status(path)
+			code := a.Status(path)
 			if took := time.Since(start); code != http.StatusServiceUnavailable || took > timeout+2*time.Second {
 				t.Fatalf("GET %s during the outage: %d after %v, want 503 within mongo.timeout (%v)", path, code, took, timeout)
 			}
@@ -133,8 +109,8 @@ func TestMongoOutageDuringACrawl(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waitFor(t, time.Minute, "the API to answer again", func() (bool, error) { return a.status("/api/users/me") == 200, nil })
-	c := a.waitCrawlState(oid, crawlID, 3*time.Minute, "complete", "partial_complete", "failed", "canceled")
+	e2etest.WaitFor(t, time.Minute, "the API to answer again", func() (bool, error) { return a.Status("/api/users/me") == 200, nil })
+	c := a.WaitCrawlState(oid, crawlID, 3*time.Minute, "complete", "partial_complete", "failed", "canceled")
 	if c.State != "complete" || c.Stats.Done != pages || c.Stats.Found != pages {
 		t.Fatalf("crawl after the outage: %s with stats %+v; want complete with %d pages", c.State, c.Stats, pages)
 	}
@@ -144,7 +120,7 @@ func TestMongoOutageDuringACrawl(t *testing.T) {
 	var errs struct {
 		Total int `json:"total"`
 	}
-	a.json("GET", crawlPath+"/errors", nil, 200, &errs)
+	a.JSON("GET", crawlPath+"/errors", nil, 200, &errs)
 	if errs.Total != 3 {
 		t.Fatalf("%d error lines; want the three failed pages' lines", errs.Total)
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"flag"
@@ -15,6 +15,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite docs/configuration.md")
 
+// chartDir is the Helm chart, whose values must agree with the settings.
+var chartDir = filepath.Join("..", "deploy", "helm", "trawler")
+
 // TestConfigurationDoc keeps docs/configuration.md, the one reference of
 // every key, in step with the settings table. Run with -update to rewrite it.
 func TestConfigurationDoc(t *testing.T) {
@@ -27,7 +30,7 @@ variables (` + "`TRAWLER_`" + ` + the key in upper case with dots as underscores
 ` + "`TRAWLER_MONGO_URI`" + `) and command-line flags (` + "`--mongo.uri`" + `). Unknown keys in the file
 are an error. ` + "`trawler serve --api=false`" + ` or ` + "`--operator=false`" + ` runs one role alone.
 
-This file is generated from config.go by ` + "`go test -run TestConfigurationDoc -update .`" + `.
+This file is generated from app/config.go by ` + "`go test ./app/ -run TestConfigurationDoc -update`" + `.
 
 | key | default | meaning |
 |---|---|---|
@@ -39,7 +42,7 @@ This file is generated from config.go by ` + "`go test -run TestConfigurationDoc
 		}
 		fmt.Fprintf(&b, "| `%s` | `%s` | %s |\n", s.key, def, s.help)
 	}
-	path := filepath.Join("docs", "configuration.md")
+	path := filepath.Join("..", "docs", "configuration.md")
 	if *update {
 		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
@@ -50,7 +53,7 @@ This file is generated from config.go by ` + "`go test -run TestConfigurationDoc
 		t.Fatal(err)
 	}
 	if string(got) != b.String() {
-		t.Fatalf("%s is stale; run go test -run TestConfigurationDoc -update .", path)
+		t.Fatalf("%s is stale; run go test ./app/ -run TestConfigurationDoc -update", path)
 	}
 }
 
@@ -64,11 +67,11 @@ func TestLoadConfigPrecedence(t *testing.T) {
 	t.Setenv("TRAWLER_API_LISTEN", ":2")
 
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	bindConfigFlags(fs)
+	BindConfigFlags(fs)
 	if err := fs.Parse([]string{"--api.listen=:3", "--operator=false"}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := loadConfig(file, fs)
+	v, err := LoadConfig(file, fs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +104,8 @@ func TestLoadConfigRejectsUnknownKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	bindConfigFlags(fs)
-	_, err := loadConfig(file, fs)
+	BindConfigFlags(fs)
+	_, err := LoadConfig(file, fs)
 	if err == nil || !strings.Contains(err.Error(), "mongo.url") {
 		t.Fatalf("err = %v, want one naming mongo.url", err)
 	}

@@ -1,11 +1,9 @@
-package main
+package release
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/trawlerhq/trawler/e2e/e2etest"
 	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
@@ -43,7 +42,8 @@ const (
 	releaseSA = "system:serviceaccount:" + releaseNamespace + ":trawler"
 )
 
-var chartDir = filepath.Join("deploy", "helm", "trawler")
+// chartDir is the chart the tests install; TestMain sets it.
+var chartDir string
 
 // releaseMailFrom is the From address the release is installed with,
 // releaseAppOrigin the origin of the links in its e-mails.
@@ -88,7 +88,7 @@ func theRelease(t *testing.T) *releaseEnv {
 	if testing.Short() {
 		t.Skip("starts a sandbox")
 	}
-	bin := buildTrawler(t)
+	bin := e2etest.Binary(t)
 	releaseOnce.Do(func() {
 		helm, err := sandbox.Bin("helm")
 		if err != nil {
@@ -114,16 +114,18 @@ func theRelease(t *testing.T) *releaseEnv {
 		}
 		home, err := os.MkdirTemp("", "trawler-helm-")
 		if err != nil {
+			env.Stop()
 			releaseErr = err
 			return
 		}
 		client, err := versioned.NewForConfig(env.Config())
 		if err != nil {
+			env.Stop()
+			os.RemoveAll(home)
 			releaseErr = err
 			return
 		}
 		sharedRelease = &releaseEnv{env: env, trawler: client, helm: helm, home: home}
-		packageCleanups = append(packageCleanups, func() { env.Stop(); os.RemoveAll(home) })
 	})
 	if releaseErr != nil {
 		t.Fatal(releaseErr)
@@ -151,26 +153,6 @@ func (r *releaseEnv) mustRun(t *testing.T, args ...string) string {
 		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return out
-}
-
-// waitFor polls cond every 200ms until it returns true or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		if err != nil {
-			last = err
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s (last error: %v)", what, timeout, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // readyPods lists the release's trawler pods that are Ready.
@@ -212,162 +194,22 @@ func deploymentDone(d *appsv1.Deployment) bool {
 		s.ReadyReplicas == want && s.AvailableReplicas == want
 }
 
-// apiClient talks to the release's REST API through its Service, as a
+// api logs in to the release's REST API through its Service, as a
 // client in the cluster would: the sandbox's Service routing picks a
 // ready trawler pod for each connection.
-type apiClient struct {
-	t     *testing.T
-	http  *http.Client
-	base  string
-	token string
-}
-
-func (r *releaseEnv) api(t *testing.T) *apiClient {
+func (r *releaseEnv) api(t *testing.T) *e2etest.Client {
 	t.Helper()
-	return newAPIClient(t, fmt.Sprintf("http://%s.%s.svc.cluster.local:8000", releaseName, releaseNamespace),
+	return e2etest.Login(t, fmt.Sprintf("http://%s.%s.svc.cluster.local:8000", releaseName, releaseNamespace),
 		&http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 			DialContext: r.env.Dial, DisableKeepAlives: true}})
-}
-
-// newAPIClient logs in to the API at base as the superuser.
-func newAPIClient(t *testing.T, base string, hc *http.Client) *apiClient {
-	t.Helper()
-	c := &apiClient{t: t, base: base, http: hc}
-	form := url.Values{"username": {"admin@example.com"}, "password": {"PASSW0RD!"}}
-	var login struct {
-		AccessToken string `json:"access_token"`
-	}
-	c.do("POST", "/api/auth/jwt/login", strings.NewReader(form.Encode()), "application/x-www-form-urlencoded", 200, &login)
-	c.token = login.AccessToken
-	return c
-}
-
-func (c *apiClient) do(method, path string, body io.Reader, contentType string, want int, out any) {
-	c.t.Helper()
-	req, err := http.NewRequest(method, c.base+path, body)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		c.t.Fatalf("%s %s: %s, want %d: %s", method, path, resp.Status, want, data)
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			c.t.Fatalf("%s %s: decoding %s: %v", method, path, data, err)
-		}
-	}
-}
-
-func (c *apiClient) json(method, path string, in any, want int, out any) {
-	c.t.Helper()
-	var body io.Reader
-	if in != nil {
-		data, err := json.Marshal(in)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		body = bytes.NewReader(data)
-	}
-	c.do(method, path, body, "application/json", want, out)
-}
-
-func (c *apiClient) orgID() string {
-	c.t.Helper()
-	var orgs struct {
-		Items []struct {
-			ID string `json:"id"`
-		} `json:"items"`
-	}
-	c.json("GET", "/api/orgs", nil, 200, &orgs)
-	if len(orgs.Items) == 0 {
-		c.t.Fatal("no organisation")
-	}
-	return orgs.Items[0].ID
-}
-
-// startCrawl creates a workflow that runs at once and returns its crawl.
-func (c *apiClient) startCrawl(oid, seed string, scale int) string {
-	c.t.Helper()
-	var created struct {
-		RunNowJob string `json:"run_now_job"`
-	}
-	c.json("POST", "/api/orgs/"+oid+"/crawlconfigs/", map[string]any{
-		"name": "release test", "runNow": true, "scale": scale,
-		"config": map[string]any{"seeds": []map[string]any{{"url": seed}}},
-	}, 200, &created)
-	if created.RunNowJob == "" {
-		c.t.Fatal("the workflow started no crawl")
-	}
-	return created.RunNowJob
-}
-
-type crawlOut struct {
-	State     string `json:"state"`
-	FileCount int    `json:"fileCount"`
-	Stats     struct {
-		Found, Done int64
-	} `json:"stats"`
-	Resources []struct {
-		Name string `json:"name"`
-		Path string `json:"path"`
-		Hash string `json:"hash"`
-		Size int64  `json:"size"`
-	} `json:"resources"`
-}
-
-func (c *apiClient) crawl(oid, id string) crawlOut {
-	c.t.Helper()
-	var out crawlOut
-	c.json("GET", "/api/orgs/"+oid+"/crawls/"+id+"/replay.json", nil, 200, &out)
-	return out
-}
-
-// waitCrawlState waits until the crawl is in one of states.
-func (c *apiClient) waitCrawlState(oid, id string, timeout time.Duration, states ...string) crawlOut {
-	c.t.Helper()
-	var last crawlOut
-	waitFor(c.t, timeout, "crawl "+id+" to reach "+strings.Join(states, " or "), func() (bool, error) {
-		last = c.crawl(oid, id)
-		for _, s := range states {
-			if last.State == s {
-				return true, nil
-			}
-		}
-		return false, fmt.Errorf("state %s, stats %+v", last.State, last.Stats)
-	})
-	return last
-}
-
-// waitCrawl waits until the crawl finished and fails unless it completed
-// with every page done.
-func (c *apiClient) waitCrawl(oid, id string, timeout time.Duration) crawlOut {
-	c.t.Helper()
-	got := c.waitCrawlState(oid, id, timeout, "complete", "partial_complete", "failed", "canceled",
-		"stopped_by_user", "stopped_quota_reached", "stopped_storage_quota_reached")
-	if got.State != "complete" || got.Stats.Done == 0 || got.Stats.Done != got.Stats.Found {
-		c.t.Fatalf("crawl %s ended %s with stats %+v", id, got.State, got.Stats)
-	}
-	return got
 }
 
 // checkFiles: the crawl has one WACZ per crawler instance, each in the
 // bundled S3 server's bucket (a file on its volume) and downloadable
 // through its presigned link with the recorded size and hash.
-func (r *releaseEnv) checkFiles(t *testing.T, api *apiClient, oid, crawl string, instances int) {
+func (r *releaseEnv) checkFiles(t *testing.T, api *e2etest.Client, oid, crawl string, instances int) {
 	t.Helper()
-	got := api.crawl(oid, crawl)
+	got := api.Crawl(oid, crawl)
 	if len(got.Resources) != instances {
 		t.Fatalf("crawl %s has %d files, want %d: %+v", crawl, len(got.Resources), instances, got.Resources)
 	}
@@ -382,7 +224,7 @@ func (r *releaseEnv) checkFiles(t *testing.T, api *apiClient, oid, crawl string,
 		if info, err := os.Stat(filepath.Join(bucket, filepath.FromSlash(key))); err != nil || info.Size() != res.Size {
 			t.Errorf("file %s is not in the bundled store's bucket as %s with %d bytes: %v", res.Name, key, res.Size, err)
 		}
-		resp, err := api.http.Get(res.Path)
+		resp, err := api.HTTP.Get(res.Path)
 		if err != nil {
 			t.Errorf("downloading %s: %v", res.Name, err)
 			continue

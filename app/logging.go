@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// newLogger builds the process logger from log.level and log.format.
-func newLogger(v *viper.Viper, w io.Writer) (*slog.Logger, error) {
+// NewLogger builds the process logger from log.level and log.format.
+func NewLogger(v *viper.Viper, w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(v.GetString("log.level"))); err != nil {
 		return nil, fmt.Errorf("log.level: %w", err)

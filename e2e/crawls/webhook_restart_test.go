@@ -1,4 +1,4 @@
-package main
+package crawls
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/pflag"
 
+	"github.com/trawlerhq/trawler/app"
+	"github.com/trawlerhq/trawler/e2e/e2etest"
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/store"
 	"github.com/trawlerhq/trawler/webhook"
@@ -36,7 +38,7 @@ current-context: none
 // starts it again: the new process delivers the notification, and only
 // the completed attempt is counted.
 func TestWebhookDeliverySurvivesKill(t *testing.T) {
-	bin := buildTrawler(t)
+	bin := e2etest.Binary(t)
 	dir := t.TempDir()
 	ctx := context.Background()
 	mongo, err := sandbox.StartMongo(ctx, dir)
@@ -86,11 +88,11 @@ func TestWebhookDeliverySurvivesKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The event, stored as the operator of any replica stores it.
-	v, err := loadConfig("", pflag.NewFlagSet("test", pflag.ContinueOnError))
+	v, err := app.LoadConfig("", pflag.NewFlagSet("test", pflag.ContinueOnError))
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, err := webhook.New(webhookConfig(v), webhook.Deps{Store: st})
+	events, err := webhook.New(app.WebhookConfig(v), webhook.Deps{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -134,9 +134,9 @@ var settings = []setting{
 	{"redis.node_type", "", "preferred nodeType label value for Redis pods"},
 }
 
-// bindConfigFlags registers --config and one flag per setting, and returns
+// BindConfigFlags registers --config and one flag per setting, and returns
 // where --config will be stored.
-func bindConfigFlags(fs *pflag.FlagSet) *string {
+func BindConfigFlags(fs *pflag.FlagSet) *string {
 	file := fs.String("config", "", "YAML configuration file")
 	for _, s := range settings {
 		switch d := s.def.(type) {
@@ -160,10 +160,10 @@ func bindConfigFlags(fs *pflag.FlagSet) *string {
 	return file
 }
 
-// loadConfig merges, from lowest to highest precedence: defaults, the YAML
+// LoadConfig merges, from lowest to highest precedence: defaults, the YAML
 // file, TRAWLER_* environment variables (dots become underscores, e.g.
 // TRAWLER_MONGO_URI) and flags set on the command line.
-func loadConfig(file string, fs *pflag.FlagSet) (*viper.Viper, error) {
+func LoadConfig(file string, fs *pflag.FlagSet) (*viper.Viper, error) {
 	v := viper.New()
 	for _, s := range settings {
 		v.SetDefault(s.key, s.def)
@@ -216,4 +216,14 @@ func checkKnownKeys(keys []string) error {
 		return fmt.Errorf("unknown keys: %s", strings.Join(unknown, ", "))
 	}
 	return nil
+}
+
+// Keys lists every configuration key, in the settings table's order, for
+// checks of what deployments set (the compose file, the Helm chart).
+func Keys() []string {
+	keys := make([]string, len(settings))
+	for i, s := range settings {
+		keys[i] = s.key
+	}
+	return keys
 }

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"io"
@@ -21,8 +21,8 @@ import (
 // accepts and set every field of the API's config that a setting maps to.
 func TestDefaultsFillEveryConfig(t *testing.T) {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	bindConfigFlags(fs)
-	v, err := loadConfig("", fs)
+	BindConfigFlags(fs)
+	v, err := LoadConfig("", fs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestDefaultsFillEveryConfig(t *testing.T) {
 		t.Errorf("operator rejects the default settings: %v", err)
 	}
 
-	if _, err := webhook.New(webhookConfig(v), webhook.Deps{Store: (*store.Mongo)(nil)}); err != nil {
+	if _, err := webhook.New(WebhookConfig(v), webhook.Deps{Store: (*store.Mongo)(nil)}); err != nil {
 		t.Errorf("webhook notifier rejects the default settings: %v", err)
 	}
 
@@ -62,8 +62,8 @@ func TestSocksProxySettings(t *testing.T) {
 	t.Setenv("TRAWLER_CRAWLER_SOCKS_PROXY_HOST", "tor.proxy")
 	t.Setenv("TRAWLER_CRAWLER_SOCKS_PROXY_PORT", "1080")
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	bindConfigFlags(fs)
-	v, err := loadConfig("", fs)
+	BindConfigFlags(fs)
+	v, err := LoadConfig("", fs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +84,11 @@ func TestEventSettingsChecked(t *testing.T) {
 	} {
 		name, value := bad.name, bad.value
 		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-		bindConfigFlags(fs)
+		BindConfigFlags(fs)
 		if err := fs.Parse([]string{"--" + name + "=" + value}); err != nil {
 			t.Fatal(err)
 		}
-		v, err := loadConfig("", fs)
+		v, err := LoadConfig("", fs)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package main
+package release
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/trawlerhq/trawler/e2e/e2etest"
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/sandbox"
 )
@@ -37,20 +38,20 @@ func TestHelmRelease(t *testing.T) {
 	r.checkInstalled(t)
 
 	api := r.api(t)
-	oid := api.orgID()
+	oid := api.OrgID()
 	began = time.Now()
 	r.checkEmail(t, api, oid)
 	t.Logf("invite e-mail through the release: %s", time.Since(began).Round(100*time.Millisecond))
 
 	since := time.Now()
 	// Long enough (60 pages of 300 ms) that both crawlers get pages.
-	crawl := api.startCrawl(oid, "https://example.com/?sim-pages=60&sim-page-ms=300", 2)
-	api.waitCrawl(oid, crawl, 3*time.Minute)
+	crawl := api.StartCrawl(oid, "https://example.com/?sim-pages=60&sim-page-ms=300", 2)
+	api.WaitCrawl(oid, crawl, 3*time.Minute)
 	t.Logf("crawl through the release: %s", time.Since(since).Round(100*time.Millisecond))
 	r.checkFiles(t, api, oid, crawl, 2)
 	// The crawl ends when the operator has deleted its CrawlJob (a while
 	// after it finished) and with it the pods and PVCs.
-	waitFor(t, 2*time.Minute, "the finished crawl's CrawlJob to be deleted", func() (bool, error) {
+	e2etest.WaitFor(t, 2*time.Minute, "the finished crawl's CrawlJob to be deleted", func() (bool, error) {
 		_, err := r.trawler.TrawlerV1().CrawlJobs(crawlerNamespace).Get(context.Background(), k8s.CrawlJobName(crawl), metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})
@@ -102,12 +103,12 @@ func (r *releaseEnv) checkInstalled(t *testing.T) {
 // checkEmail: an invite made through the release reaches the sandbox's
 // Mailpit from the chart's email.reply_to, its link on the chart's
 // app_origin (the request has no X-Forwarded-Proto).
-func (r *releaseEnv) checkEmail(t *testing.T, api *apiClient, oid string) {
+func (r *releaseEnv) checkEmail(t *testing.T, api *e2etest.Client, oid string) {
 	t.Helper()
 	const to = "invitee@release.test"
-	api.json("POST", "/api/orgs/"+oid+"/invite", map[string]any{"email": to, "role": 10}, 200, nil)
+	api.JSON("POST", "/api/orgs/"+oid+"/invite", map[string]any{"email": to, "role": 10}, 200, nil)
 	var mail sandbox.MailSummary
-	waitFor(t, 30*time.Second, "the invite e-mail in Mailpit", func() (bool, error) {
+	e2etest.WaitFor(t, 30*time.Second, "the invite e-mail in Mailpit", func() (bool, error) {
 		msgs, err := r.env.Mailpit.Messages(context.Background(), `to:"`+to+`"`)
 		if len(msgs) > 0 {
 			mail = msgs[0]
@@ -130,7 +131,7 @@ func (r *releaseEnv) checkEmail(t *testing.T, api *apiClient, oid string) {
 // replicas and a changed setting while it runs, and checks that the pods
 // rolled, the operator's Lease moved to a new pod and the crawl completed
 // with all its files.
-func (r *releaseEnv) upgradeDuringCrawl(t *testing.T, api *apiClient, oid string, values string) {
+func (r *releaseEnv) upgradeDuringCrawl(t *testing.T, api *e2etest.Client, oid string, values string) {
 	t.Helper()
 	ctx := context.Background()
 	before, err := r.readyPods(ctx)
@@ -142,13 +143,13 @@ func (r *releaseEnv) upgradeDuringCrawl(t *testing.T, api *apiClient, oid string
 		oldPods[p.Name] = true
 	}
 	// About a minute of crawling: 300 pages of 800 ms by 2 crawlers of 2 browsers.
-	crawl := api.startCrawl(oid, "https://example.com/?sim-pages=300&sim-page-ms=800", 2)
-	api.waitCrawlState(oid, crawl, time.Minute, "running")
+	crawl := api.StartCrawl(oid, "https://example.com/?sim-pages=300&sim-page-ms=800", 2)
+	api.WaitCrawlState(oid, crawl, time.Minute, "running")
 	holder := r.leaseHolder(t)
 
 	r.mustRun(t, "upgrade", releaseName, chartDir, "--namespace", releaseNamespace, "--values", values,
 		"--set", "trawler_num_replicas=3", "--set", "log_level=debug", "--wait", "--timeout", "4m")
-	waitFor(t, 3*time.Minute, "the upgrade to roll out", func() (bool, error) {
+	e2etest.WaitFor(t, 3*time.Minute, "the upgrade to roll out", func() (bool, error) {
 		return r.rolledOut(ctx, releaseName)
 	})
 	after, err := r.readyPods(ctx)
@@ -161,7 +162,7 @@ func (r *releaseEnv) upgradeDuringCrawl(t *testing.T, api *apiClient, oid string
 		}
 	}
 	// The identity in the Lease is the one a pod logs when it starts leading.
-	waitFor(t, time.Minute, "a new pod to take the Lease", func() (bool, error) {
+	e2etest.WaitFor(t, time.Minute, "a new pod to take the Lease", func() (bool, error) {
 		h := r.leaseHolder(t)
 		if h == "" || h == holder {
 			return false, fmt.Errorf("the Lease is held by %q", h)
@@ -173,7 +174,7 @@ func (r *releaseEnv) upgradeDuringCrawl(t *testing.T, api *apiClient, oid string
 		}
 		return false, fmt.Errorf("the Lease holder %s is none of the new pods", h)
 	})
-	api.waitCrawl(oid, crawl, 3*time.Minute)
+	api.WaitCrawl(oid, crawl, 3*time.Minute)
 	r.checkFiles(t, api, oid, crawl, 2)
 }
 

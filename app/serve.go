@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -9,13 +9,9 @@ import (
 	"net/http"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/viper"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -29,36 +25,35 @@ import (
 	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
 	"github.com/trawlerhq/trawler/operator"
 	"github.com/trawlerhq/trawler/store"
-	"github.com/trawlerhq/trawler/web"
 	"github.com/trawlerhq/trawler/webhook"
 )
 
-// serveDeps are the seams `trawler dev` and tests fill in; production
-// leaves them zero.
-type serveDeps struct {
-	// clusterDialer reaches pods by their cluster DNS names (per-crawl
+// Deps are the seams `trawler dev` and tests fill in; production leaves
+// them zero.
+type Deps struct {
+	// ClusterDialer reaches pods by their cluster DNS names (per-crawl
 	// Redis, profile browsers): the sandbox has no cluster DNS.
-	clusterDialer func(ctx context.Context, network, addr string) (net.Conn, error)
-	// logs reads pod logs where the pods/log API cannot (the sandbox).
-	logs operator.LogReader
-	// listening, when set, receives the API's address once it accepts
+	ClusterDialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Logs reads pod logs where the pods/log API cannot (the sandbox).
+	Logs operator.LogReader
+	// Listening, when set, receives the API's address once it accepts
 	// connections.
-	listening chan<- string
-	// logger, when set, replaces the configured logger.
-	logger *slog.Logger
-	// storageTransport, when set, carries object storage requests (the
+	Listening chan<- string
+	// Logger, when set, replaces the configured logger.
+	Logger *slog.Logger
+	// StorageTransport, when set, carries object storage requests (the
 	// sandbox's reaches its S3 server by a cluster name).
-	storageTransport http.RoundTripper
+	StorageTransport http.RoundTripper
 }
 
-// serve runs the configured roles until ctx is cancelled, then shuts down
+// Serve runs the configured roles until ctx is cancelled, then shuts down
 // gracefully: the HTTP server drains, the operator and scheduler stop and
 // the Lease is released so another replica takes over at once.
-func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
-	logger := deps.logger
+func Serve(ctx context.Context, v *viper.Viper, deps Deps) error {
+	logger := deps.Logger
 	if logger == nil {
 		var err error
-		if logger, err = newLogger(v, os.Stderr); err != nil {
+		if logger, err = NewLogger(v, os.Stderr); err != nil {
 			return err
 		}
 	}
@@ -105,7 +100,7 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	if err != nil {
 		return err
 	}
-	objects, err := objectStorage(v, deps.storageTransport, logger)
+	objects, err := objectStorage(v, deps.StorageTransport, logger)
 	if err != nil {
 		return err
 	}
@@ -117,7 +112,7 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	// replay.json signs them; the API is built right below.
 	var apiSrv *api.Server
 	downloadURLs := func(ctx context.Context, c *store.Crawl) ([]string, error) { return apiSrv.DownloadURLs(ctx, c) }
-	notifier, err := webhook.New(webhookConfig(v), webhook.Deps{Store: st, Resources: downloadURLs,
+	notifier, err := webhook.New(WebhookConfig(v), webhook.Deps{Store: st, Resources: downloadURLs,
 		Observer: deliveries, Log: logger.With("component", "webhooks")})
 	if err != nil {
 		return err
@@ -128,8 +123,8 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 		Launcher:      launcher,
 		Secrets:       launcher,
 		Browsers:      launcher,
-		RedisDialer:   deps.clusterDialer,
-		BrowserDialer: deps.clusterDialer,
+		RedisDialer:   deps.ClusterDialer,
+		BrowserDialer: deps.ClusterDialer,
 		Ready:         ready.check,
 		Mailer:        email.New(emailConfig(v), logger.With("component", "email")),
 		Webhooks:      notifier,
@@ -147,7 +142,7 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 		if opCfg, err = operatorConfig(v); err != nil {
 			return err
 		}
-		opCfg.RedisDialer, opCfg.RedisHook = deps.clusterDialer, redisHook
+		opCfg.RedisDialer, opCfg.RedisHook = deps.ClusterDialer, redisHook
 		metrics, err := metricsclient.NewForConfig(restCfg)
 		if err != nil {
 			return fmt.Errorf("building metrics client: %w", err)
@@ -156,7 +151,7 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 		if err != nil {
 			return err
 		}
-		opDeps = operator.Deps{Kube: kube, Trawler: trawler, Metrics: metrics, Store: st, Logs: deps.logs, Log: logger,
+		opDeps = operator.Deps{Kube: kube, Trawler: trawler, Metrics: metrics, Store: st, Logs: deps.Logs, Log: logger,
 			Events: notifier, Telemetry: telemetry}
 	}
 
@@ -173,7 +168,7 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 	// One slot per sender (HTTP and the operator), so neither blocks on a
 	// fatal error the other already reported.
 	fatal := make(chan error, 2)
-	srv, err := startHTTP(v, apiSrv, reg, deps.listening, fatal, logger)
+	srv, err := startHTTP(v, apiSrv, reg, deps.Listening, fatal, logger)
 	if err != nil {
 		return err
 	}
@@ -200,92 +195,6 @@ func serve(ctx context.Context, v *viper.Viper, deps serveDeps) error {
 		}
 	}
 	return err
-}
-
-// startHTTP serves the API, /healthz and /readyz, the dashboard and
-// /metrics (on a listener of its own when metrics.listen is set).
-func startHTTP(v *viper.Viper, apiSrv *api.Server, reg *prometheus.Registry, listening chan<- string, errc chan<- error,
-	logger *slog.Logger) ([]*http.Server, error) {
-	mux := http.NewServeMux()
-	apiHandler := apiSrv.Handler()
-	mux.Handle("/healthz", apiHandler)
-	mux.Handle("/readyz", apiHandler)
-	if v.GetBool("api.enabled") {
-		mux.Handle("/api/", apiHandler)
-		mux.Handle("/api", apiHandler)
-		mux.Handle("/", apiSrv.Instrument("/", web.Handler(web.Config{MaxScale: v.GetInt("max_crawl_scale")})))
-	}
-	metrics := apiSrv.Instrument("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	metricsMux := mux
-	if v.GetString("metrics.listen") != "" {
-		metricsMux = http.NewServeMux()
-	}
-	metricsMux.Handle("/metrics", metrics)
-
-	var servers []*http.Server
-	serveOn := func(addr string, h http.Handler, what string) (string, error) {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return "", fmt.Errorf("listening on %s: %w", addr, err)
-		}
-		// Every request gets whole-request read and write deadlines, so a
-		// client that sends or reads slowly cannot hold a connection
-		// forever; streaming routes lift them for themselves.
-		srv := &http.Server{Handler: h,
-			ReadHeaderTimeout: v.GetDuration("api.read_header_timeout"),
-			ReadTimeout:       v.GetDuration("api.read_timeout"),
-			WriteTimeout:      v.GetDuration("api.write_timeout"),
-			IdleTimeout:       v.GetDuration("api.idle_timeout"),
-		}
-		// Event streams never go idle: end them, or Shutdown waits for
-		// its whole timeout.
-		srv.RegisterOnShutdown(apiSrv.EndStreams)
-		servers = append(servers, srv)
-		logger.Info("serving "+what, "addr", ln.Addr().String(), "version", version, "api", v.GetBool("api.enabled"))
-		go func() {
-			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				errc <- fmt.Errorf("serving %s: %w", what, err)
-			}
-		}()
-		return ln.Addr().String(), nil
-	}
-	addr, err := serveOn(v.GetString("api.listen"), mux, "http")
-	if err != nil {
-		return nil, err
-	}
-	if metricsMux != mux {
-		if _, err := serveOn(v.GetString("metrics.listen"), metricsMux, "metrics"); err != nil {
-			_ = servers[0].Close()
-			return nil, err
-		}
-	}
-	if listening != nil {
-		listening <- addr
-	}
-	return servers, nil
-}
-
-// newMetricsRegistry is the registry /metrics serves: the Go runtime and
-// process collectors, and whether this replica leads (the other parts
-// register their own metrics on it).
-func newMetricsRegistry(ready *readiness) (*prometheus.Registry, error) {
-	reg := prometheus.NewRegistry()
-	leader := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "trawler_leader",
-		Help: "1 while this replica holds the leader Lease and runs the operator and the crawl scheduler, else 0.",
-	}, func() float64 {
-		if ready.leading.Load() {
-			return 1
-		}
-		return 0
-	})
-	for _, c := range []prometheus.Collector{collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), leader} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering metrics: %w", err)
-		}
-	}
-	return reg, nil
 }
 
 // prepareDatabase creates the indexes, the superuser and the default org,
@@ -355,38 +264,6 @@ func lead(ctx context.Context, v *viper.Viper, cfg operator.Config, deps operato
 	return nil
 }
 
-// readiness is what /readyz checks: MongoDB prepared and answering, the
-// Kubernetes API answering, and, on the leader, the operator's caches
-// synced. Followers are ready too: they serve the API.
-type readiness struct {
-	store   *store.Mongo
-	kube    kubernetes.Interface
-	dbReady atomic.Bool
-	leading atomic.Bool
-	// synced reports the operator's informer caches; set while leading.
-	synced atomic.Pointer[func() bool]
-}
-
-func (r *readiness) check(ctx context.Context) error {
-	if !r.dbReady.Load() {
-		return errors.New("database not prepared yet")
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if err := r.store.Ping(ctx); err != nil {
-		return fmt.Errorf("mongo: %w", err)
-	}
-	if _, err := r.kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
-		return fmt.Errorf("kubernetes: %w", err)
-	}
-	if r.leading.Load() {
-		if synced := r.synced.Load(); synced != nil && !(*synced)() {
-			return errors.New("operator caches not synced yet")
-		}
-	}
-	return nil
-}
-
 // kubeRESTConfig loads the kubeconfig named by kubernetes.kubeconfig, or
 // the in-cluster config.
 func kubeRESTConfig(v *viper.Viper) (*rest.Config, error) {
@@ -402,6 +279,6 @@ func kubeRESTConfig(v *viper.Viper) (*rest.Config, error) {
 	}
 	cfg.QPS = float32(v.GetFloat64("operator.kube_qps"))
 	cfg.Burst = v.GetInt("operator.kube_burst")
-	cfg.UserAgent = "trawler/" + version
+	cfg.UserAgent = "trawler/" + Version
 	return cfg, nil
 }
