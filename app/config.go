@@ -101,6 +101,7 @@ var settings = []setting{
 		"access_endpoint_url (the bucket as browsers reach it: an http(s) URL, or a path such as /data/ that trawler serves by passing requests on to the bucket; docs/storage.md), region, use_access_for_presign, cors_allowed_origins (origins whose pages may read the bucket: trawler sets its CORS rules to them at startup; empty = rules left alone); " +
 		"one must be named default (the storage of orgs without their own); each needs its Secret " +
 		"storage-<name> in the crawler namespace (the Helm chart writes both)"},
+	{"replay.base_url", "https://replayweb.page/", "where the dashboard's replay viewer loads ReplayWeb.page's sw.js and ui.js from (served as /replay/sw.js and /replay/ui.js, so the viewer stays on trawler's origin), as upstream's RWP_BASE_URL"},
 	{"storage.presign_duration_minutes", 60, "how long download links stay valid (links are re-signed when less than a tenth is left)"},
 
 	{"crawler_namespace", "crawlers", "namespace of CrawlJobs, crawler and Redis pods"},

@@ -21,10 +21,12 @@ import (
 	"github.com/trawlerhq/trawler/web"
 )
 
-// startHTTP serves the API, /healthz and /readyz, the dashboard and
-// /metrics (on a listener of its own when metrics.listen is set).
-func startHTTP(v *viper.Viper, apiSrv *api.Server, reg *prometheus.Registry, listening chan<- string, errc chan<- error,
-	logger *slog.Logger) ([]*http.Server, error) {
+// startHTTP serves the API, /healthz and /readyz, the dashboard with
+// ReplayWeb.page's entry points, the storages' access paths (see
+// storageAccess) and /metrics (on a listener of its own when
+// metrics.listen is set).
+func startHTTP(v *viper.Viper, apiSrv *api.Server, storage map[string]http.Handler, reg *prometheus.Registry,
+	listening chan<- string, errc chan<- error, logger *slog.Logger) ([]*http.Server, error) {
 	mux := http.NewServeMux()
 	apiHandler := apiSrv.Handler()
 	mux.Handle("/healthz", apiHandler)
@@ -32,7 +34,16 @@ func startHTTP(v *viper.Viper, apiSrv *api.Server, reg *prometheus.Registry, lis
 	if v.GetBool("api.enabled") {
 		mux.Handle("/api/", apiHandler)
 		mux.Handle("/api", apiHandler)
-		mux.Handle("/", apiSrv.Instrument("/", web.Handler(web.Config{MaxScale: v.GetInt("max_crawl_scale")})))
+		mux.Handle("/", apiSrv.Instrument("/", web.Handler(web.Config{
+			MaxScale:      v.GetInt("max_crawl_scale"),
+			ReplayBaseURL: v.GetString("replay.base_url"),
+		})))
+	}
+	files := map[string]http.Handler{}
+	if v.GetBool("api.enabled") {
+		for path, proxy := range storage {
+			files[path] = apiSrv.Instrument(path, proxy)
+		}
 	}
 	metrics := apiSrv.Instrument("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	metricsMux := mux
@@ -68,7 +79,7 @@ func startHTTP(v *viper.Viper, apiSrv *api.Server, reg *prometheus.Registry, lis
 		}()
 		return ln.Addr().String(), nil
 	}
-	addr, err := serveOn(v.GetString("api.listen"), mux, "http")
+	addr, err := serveOn(v.GetString("api.listen"), withStorageAccess(mux, files), "http")
 	if err != nil {
 		return nil, err
 	}

@@ -100,7 +100,7 @@ func Serve(ctx context.Context, v *viper.Viper, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	objects, err := objectStorage(v, deps.StorageTransport, logger)
+	objects, storage, err := objectStorage(ctx, v, deps.StorageTransport, logger)
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func Serve(ctx context.Context, v *viper.Viper, deps Deps) error {
 	// One slot per sender (HTTP and the operator), so neither blocks on a
 	// fatal error the other already reported.
 	fatal := make(chan error, 2)
-	srv, err := startHTTP(v, apiSrv, reg, deps.Listening, fatal, logger)
+	srv, err := startHTTP(v, apiSrv, storage, reg, deps.Listening, fatal, logger)
 	if err != nil {
 		return err
 	}

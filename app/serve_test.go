@@ -39,7 +39,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 		"api.read_header_timeout": 500 * time.Millisecond})
 	apiSrv := api.New(api.Config{JWTSecret: []byte("x"), Logger: logger}, api.Deps{})
 	listening := make(chan string, 1)
-	servers, err := startHTTP(v, apiSrv, prometheus.NewRegistry(), listening, make(chan error, 1), logger)
+	servers, err := startHTTP(v, apiSrv, nil, prometheus.NewRegistry(), listening, make(chan error, 1), logger)
 	if err != nil {
 		t.Fatal(err)
 	}

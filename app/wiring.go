@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -187,17 +188,27 @@ func StoragesConfig(v *viper.Viper) ([]s3.Config, error) {
 	return out, nil
 }
 
-// objectStorage builds the configured storages, or nil (with a warning)
+// objectStorage builds the configured storages, with their CORS rules
+// set and the proxies of their access paths, or nil (with a warning)
 // when there are none: download links, file deletion and crawl logs are
 // then off.
-func objectStorage(v *viper.Viper, transport http.RoundTripper, logger *slog.Logger) (*s3.Registry, error) {
+func objectStorage(ctx context.Context, v *viper.Viper, transport http.RoundTripper, logger *slog.Logger) (*s3.Registry, map[string]http.Handler, error) {
 	storages, err := StoragesConfig(v)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(storages) == 0 {
 		logger.Warn("no storages configured: crawls upload nothing, and download links, file deletion and crawl logs are off")
-		return nil, nil
+		return nil, nil, nil
 	}
-	return s3.NewRegistry(storages, k8s.DefaultStorageName, s3.Options{Transport: transport})
+	objects, err := s3.NewRegistry(storages, k8s.DefaultStorageName, s3.Options{Transport: transport})
+	if err != nil {
+		return nil, nil, err
+	}
+	access, err := storageAccess(storages, objects, transport)
+	if err != nil {
+		return nil, nil, err
+	}
+	applyStorageCORS(ctx, storages, objects, logger)
+	return objects, access, nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,9 +168,14 @@ func bucket(t *testing.T, s *e2etest.Stack) *s3.Bucket {
 	return b
 }
 
-// download GETs link as curl would: plain HTTP, no credentials.
+// download GETs link as curl would: plain HTTP, no credentials. Links
+// are relative to trawler's origin, which serves the files under
+// /data/ (the dev stack's storage, like the chart's bundled one).
 func download(t *testing.T, link string) []byte {
 	t.Helper()
+	if strings.HasPrefix(link, "/") {
+		link = shared.stack.APIURL + link
+	}
 	resp, err := http.Get(link)
 	if err != nil {
 		t.Fatal(err)

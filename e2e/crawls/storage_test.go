@@ -32,6 +32,9 @@ func TestCrawlFilesEndToEnd(t *testing.T) {
 	var keys []string
 	for _, r := range replay["resources"].([]any) {
 		res := r.(map[string]any)
+		if path := res["path"].(string); !strings.HasPrefix(path, "/data/") {
+			t.Errorf("%s is linked at %s, not on trawler's origin under /data/", res["name"], path)
+		}
 		data := download(t, res["path"].(string))
 		sum := sha256.Sum256(data)
 		if hex.EncodeToString(sum[:]) != res["hash"] || float64(len(data)) != res["size"] {

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -26,6 +27,7 @@ import (
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 	"github.com/trawlerhq/trawler/sandbox/kubelet"
+	"github.com/trawlerhq/trawler/sandbox/wacztest"
 )
 
 // The Helm release tests install deploy/helm/trawler, as an operator
@@ -205,8 +207,11 @@ func (r *releaseEnv) api(t *testing.T) *e2etest.Client {
 }
 
 // checkFiles: the crawl has one WACZ per crawler instance, each in the
-// bundled S3 server's bucket (a file on its volume) and downloadable
-// through its presigned link with the recorded size and hash.
+// bundled S3 server's bucket (a file on its volume), linked on the
+// release's own origin under /data/ and downloadable there, whole and by
+// range, with the recorded size and hash; each replays. The links go
+// through the sandbox's Service routing, as a browser outside the
+// cluster reaches the release.
 func (r *releaseEnv) checkFiles(t *testing.T, api *e2etest.Client, oid, crawl string, instances int) {
 	t.Helper()
 	got := api.Crawl(oid, crawl)
@@ -216,26 +221,68 @@ func (r *releaseEnv) checkFiles(t *testing.T, api *e2etest.Client, oid, crawl st
 	bucket := r.bucketDir(t)
 	for _, res := range got.Resources {
 		u, err := url.Parse(res.Path)
-		if err != nil || u.Query().Get("X-Amz-Signature") == "" {
-			t.Errorf("file %s: %q is no presigned link", res.Name, res.Path)
+		if err != nil || u.Query().Get("X-Amz-Signature") == "" || u.IsAbs() || !strings.HasPrefix(u.Path, "/data/") {
+			t.Errorf("file %s: %q is no presigned link on the release's origin under /data/", res.Name, res.Path)
 			continue
 		}
-		key := strings.TrimPrefix(strings.TrimPrefix(u.Path, "/"), "btrix-data/")
+		key := strings.TrimPrefix(u.Path, "/data/")
 		if info, err := os.Stat(filepath.Join(bucket, filepath.FromSlash(key))); err != nil || info.Size() != res.Size {
 			t.Errorf("file %s is not in the bundled store's bucket as %s with %d bytes: %v", res.Name, key, res.Size, err)
 		}
-		resp, err := api.HTTP.Get(res.Path)
-		if err != nil {
-			t.Errorf("downloading %s: %v", res.Name, err)
+		data := r.getFile(t, api, res.Path, "", http.StatusOK)
+		sum := sha256.Sum256(data)
+		if int64(len(data)) != res.Size || hex.EncodeToString(sum[:]) != res.Hash {
+			t.Errorf("downloading %s: %d bytes (want %d), hash match %t", res.Name, len(data), res.Size,
+				hex.EncodeToString(sum[:]) == res.Hash)
 			continue
 		}
-		sum := sha256.New()
-		n, err := io.Copy(sum, resp.Body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK || n != res.Size || hex.EncodeToString(sum.Sum(nil)) != res.Hash {
-			t.Errorf("downloading %s: %s, %d bytes (want %d), err %v, hash match %t", res.Name, resp.Status, n, res.Size,
-				err, hex.EncodeToString(sum.Sum(nil)) == res.Hash)
+		if part := r.getFile(t, api, res.Path, "bytes=100-1123", http.StatusPartialContent); !bytes.Equal(part, data[100:1124]) {
+			t.Errorf("range of %s: %d bytes, not bytes 100-1123 of the file", res.Name, len(part))
 		}
+		w, err := wacztest.Inspect(data)
+		if err == nil {
+			_, err = w.CheckReplay()
+		}
+		if err != nil {
+			t.Errorf("%s does not replay: %v", res.Name, err)
+		}
+	}
+}
+
+// getFile GETs a link on the release's origin, with a Range header when
+// rng is set, and checks the status.
+func (r *releaseEnv) getFile(t *testing.T, api *e2etest.Client, path, rng string, want int) []byte {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, api.Base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rng != "" {
+		req.Header.Set("Range", rng)
+	}
+	resp, err := api.HTTP.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != want {
+		t.Fatalf("GET %s (Range %q): %s, want %d: %v %.200s", path, rng, resp.Status, want, err, data)
+	}
+	return data
+}
+
+// checkReplayEntryPoints: the release serves ReplayWeb.page's entry
+// points on its own origin, so the dashboard's replay viewer and its
+// service worker stay there.
+func (r *releaseEnv) checkReplayEntryPoints(t *testing.T, api *e2etest.Client) {
+	t.Helper()
+	sw := string(r.getFile(t, api, "/replay/sw.js", "", http.StatusOK))
+	if !strings.Contains(sw, `importScripts("https://replayweb.page/sw.js")`) {
+		t.Errorf("/replay/sw.js does not load the configured ReplayWeb.page: %.200s", sw)
+	}
+	if page := string(r.getFile(t, api, "/replay/index.html", "", http.StatusOK)); !strings.Contains(page, "<replay-app-main") {
+		t.Errorf("/replay/index.html is no replay page: %.200s", page)
 	}
 }
 

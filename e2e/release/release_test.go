@@ -49,6 +49,7 @@ func TestHelmRelease(t *testing.T) {
 	api.WaitCrawl(oid, crawl, 3*time.Minute)
 	t.Logf("crawl through the release: %s", time.Since(since).Round(100*time.Millisecond))
 	r.checkFiles(t, api, oid, crawl, 2)
+	r.checkReplayEntryPoints(t, api)
 	// The crawl ends when the operator has deleted its CrawlJob (a while
 	// after it finished) and with it the pods and PVCs.
 	e2etest.WaitFor(t, 2*time.Minute, "the finished crawl's CrawlJob to be deleted", func() (bool, error) {

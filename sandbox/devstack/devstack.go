@@ -28,6 +28,9 @@ import (
 // Bucket is the sandbox S3 server's bucket for crawl files.
 const Bucket = "trawler-data"
 
+// accessPath is where trawler serves the bucket's files on its own origin.
+const accessPath = "/data/"
+
 // Defaults replace the production defaults under `trawler dev`: a fixed
 // local port, crawler requests small enough that several crawls fit on the
 // simulated nodes, and a short Lease so a restart takes over at once.
@@ -99,6 +102,11 @@ func serveOn(ctx context.Context, v *viper.Viper, env *sandbox.Env, logger *slog
 		return nil, err
 	}
 	if len(storages) == 0 {
+		// Browsers reach the files through trawler under /data/, as with
+		// the Helm chart's bundled S3: same-origin links need no CORS.
+		bucket.AccessEndpointURL = accessPath
+		signInternal := false
+		bucket.UseAccessForPresign = &signInternal
 		storages = []s3.Config{bucket}
 		raw, _ := json.Marshal(storages)
 		v.Set("storages", string(raw))
