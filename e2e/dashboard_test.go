@@ -146,7 +146,7 @@ func (tb *tab) expectFocus(id string) {
 // first, as a person clicking its link, and checks it is a WACZ (a zip).
 func (tb *tab) downloadFile() {
 	tb.t.Helper()
-	tb.waitJS("a file to download", time.Minute, `!!document.querySelector('#files a[download]')`)
+	tb.waitJS("a file to download", time.Minute, `!!document.querySelector('#files li a[download]')`)
 	dir := filepath.Join(stack.artifacts, "downloads")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		tb.t.Fatal(err)
@@ -168,8 +168,8 @@ func (tb *tab) downloadFile() {
 	}); err != nil {
 		tb.t.Fatal(err)
 	}
-	name := eval[string](tb, `document.querySelector('#files a[download]').getAttribute('download')`)
-	tb.do("downloading the first file", 30*time.Second, chromedp.Click(chromedp.CSS(`#files a[download]`)))
+	name := eval[string](tb, `document.querySelector('#files li a[download]').getAttribute('download')`)
+	tb.do("downloading the first file", 30*time.Second, chromedp.Click(chromedp.CSS(`#files li a[download]`)))
 	tb.screenshot("07-files")
 	select {
 	case guid := <-done:

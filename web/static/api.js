@@ -62,6 +62,14 @@ export function crawlEvents(orgId, crawlId) {
   return new EventSource(`/api/orgs/${orgId}/crawls/${encodeURIComponent(crawlId)}/events?${q}`);
 }
 
+// downloadURL is a link to a streamed download under /api. A plain link
+// cannot send headers, so the token goes in the auth_bearer query
+// parameter, as for the event stream.
+export function downloadURL(path) {
+  const q = new URLSearchParams({ auth_bearer: session.token || "" });
+  return `/api${path}?${q}`;
+}
+
 // serverConfig is what the server tells the dashboard (the largest scale).
 export async function serverConfig() {
   const resp = await fetch("config.json");

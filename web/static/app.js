@@ -1,4 +1,5 @@
-// The dashboard: a hash-routed page per view (#/login, #/, #/crawls/<id>).
+// The dashboard: a hash-routed page per view (#/login, #/, #/crawls/<id>,
+// #/<crawls|uploads|collections>/<id>/replay).
 // Each view renders into <main> and returns a function that stops what it
 // started (timers, event streams) when the view is left.
 
@@ -6,6 +7,7 @@ import { api, login, serverConfig, session } from "./api.js";
 import { h, announce, errorText } from "./ui.js";
 import { homeView } from "./home.js";
 import { crawlView } from "./crawl.js";
+import { replayView, replayKinds } from "./replay.js";
 
 const main = document.getElementById("main");
 const ctx = { orgId: null, orgs: [], role: 0, maxScale: 1, me: null };
@@ -92,9 +94,13 @@ async function route() {
       return;
     }
   }
-  const crawl = hash.match(/^#\/crawls\/([^/]+)$/);
+  const crawl = hash.match(/^#\/crawls\/([^/?]+)$/);
+  const replay = hash.match(/^#\/(\w+)\/([^/?]+)\/replay(?:\?(.*))?$/);
   if (hash === "#/login") {
     location.hash = "#/";
+  } else if (replay && Object.hasOwn(replayKinds, replay[1])) {
+    const page = new URLSearchParams(replay[3] || "").get("url");
+    leave = replayView(main, ctx, replay[1], decodeURIComponent(replay[2]), page);
   } else if (crawl) {
     leave = crawlView(main, ctx, decodeURIComponent(crawl[1]));
   } else {

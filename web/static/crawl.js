@@ -2,12 +2,13 @@
 // size, elapsed time, instances, a chart of pages over time), the stop,
 // cancel and scale controls, and its errors, logs and files.
 
-import { api, crawlEvents } from "./api.js";
+import { api, crawlEvents, downloadURL } from "./api.js";
 import {
   h, badge, stateLabel, finalStates, humanSize, humanDuration, apiDate, fmtDate, number,
   announce, confirmAction, errorText,
 } from "./ui.js";
 import { pagesChart } from "./chart.js";
+import { replayLink } from "./replay.js";
 
 const errorsEvery = 10000;
 
@@ -251,9 +252,16 @@ class CrawlPage {
         this.files.replaceChildren(h("p", { class: "muted" }, "No files yet."));
         return;
       }
-      this.files.replaceChildren(h("ul", { class: "files" }, r.resources.map((f) => h("li", {},
-        h("a", { href: f.path, download: f.name }, "Download ", h("span", { class: "name" }, f.name)),
-        " ", h("span", { class: "muted" }, humanSize(f.size))))));
+      // Replay and the one-file download are for a finished crawl: a
+      // running one is still adding files.
+      const done = finalStates.has(this.last ? this.last.state : r.state);
+      this.files.replaceChildren(
+        done ? h("p", { class: "actions" },
+          replayLink("crawls", this.id, "Replay this crawl"), " ",
+          h("a", { href: downloadURL(this.base + "/download"), id: "download-all", download: "" }, "Download all as one WACZ")) : null,
+        h("ul", { class: "files" }, r.resources.map((f) => h("li", {},
+          h("a", { href: f.path, download: f.name }, "Download ", h("span", { class: "name" }, f.name)),
+          " ", h("span", { class: "muted" }, humanSize(f.size))))));
     } catch (e) {
       this.files.replaceChildren(h("p", { class: "error" }, "Could not list the files: " + errorText(e)));
     }

@@ -1,8 +1,11 @@
 // The org's page: a form to create (and run) a workflow, the workflows
-// with their last crawl, and the crawls, refreshed while the page is open.
+// with their last crawl, the crawls, the uploads and the collections
+// (these two with their Replay and download links), refreshed while the
+// page is open.
 
-import { api } from "./api.js";
+import { api, downloadURL } from "./api.js";
 import { h, badge, humanSize, fmtDate, number, announce, errorText } from "./ui.js";
+import { replayLink } from "./replay.js";
 
 const refreshEvery = 5000;
 
@@ -10,6 +13,8 @@ export function homeView(main, ctx) {
   const canCrawl = ctx.role >= 20;
   const workflows = h("tbody", { id: "workflow-list" });
   const crawls = h("tbody", { id: "crawl-list" });
+  const uploads = h("tbody", { id: "upload-list" });
+  const collections = h("tbody", { id: "collection-list" });
   const listError = h("p", { class: "error", role: "alert" });
   main.replaceChildren(
     h("h1", { class: "visually-hidden" }, "Workflows and crawls"),
@@ -20,6 +25,12 @@ export function homeView(main, ctx) {
     h("section", { "aria-labelledby": "crawls-title" },
       h("h2", { id: "crawls-title" }, "Crawls"),
       table("Crawls", ["Crawl", "State", "Pages done / found", "Size", "Started"], crawls)),
+    h("section", { "aria-labelledby": "uploads-title" },
+      h("h2", { id: "uploads-title" }, "Uploads"),
+      table("Uploads", ["Upload", "Size", "Uploaded", ""], uploads)),
+    h("section", { "aria-labelledby": "collections-title" },
+      h("h2", { id: "collections-title" }, "Collections"),
+      table("Collections", ["Collection", "Items", "Size", ""], collections)),
     listError);
 
   let stopped = false;
@@ -27,13 +38,17 @@ export function homeView(main, ctx) {
   async function refresh() {
     if (stopped || !ctx.orgId) return;
     try {
-      const [wf, cr] = await Promise.all([
+      const [wf, cr, up, co] = await Promise.all([
         api(`/orgs/${ctx.orgId}/crawlconfigs?sortBy=modified&pageSize=50`),
         api(`/orgs/${ctx.orgId}/crawls?sortBy=started&pageSize=50`),
+        api(`/orgs/${ctx.orgId}/uploads?sortBy=started&pageSize=50`),
+        api(`/orgs/${ctx.orgId}/collections?pageSize=50`),
       ]);
       if (stopped) return;
       workflows.replaceChildren(...(wf.items.length ? wf.items.map((w) => workflowRow(w, ctx)) : [emptyRow(5, "No workflows yet.")]));
       crawls.replaceChildren(...(cr.items.length ? cr.items.map(crawlRow) : [emptyRow(5, "No crawls yet.")]));
+      uploads.replaceChildren(...(up.items.length ? up.items.map((u) => uploadRow(u, ctx)) : [emptyRow(4, "No uploads yet.")]));
+      collections.replaceChildren(...(co.items.length ? co.items.map((c) => collectionRow(c, ctx)) : [emptyRow(4, "No collections yet.")]));
       listError.textContent = "";
       main.dataset.loaded = "true";
     } catch (e) {
@@ -104,6 +119,33 @@ function crawlRow(c) {
     h("td", { class: "num" }, `${number(stats.done)} / ${number(stats.found)}`),
     h("td", { class: "num" }, humanSize(stats.size)),
     h("td", {}, fmtDate(c.started)));
+}
+
+// viewLinks are an item's Replay and download links, for an item with
+// files.
+function viewLinks(kind, id, name, hasFiles, ctx) {
+  if (!hasFiles) return h("td", { class: "muted" }, "no files");
+  const path = `/orgs/${ctx.orgId}/${kind}/${encodeURIComponent(id)}/download`;
+  return h("td", {}, replayLink(kind, id), " ",
+    h("a", { href: downloadURL(path), download: "", "aria-label": `Download ${name}` }, "Download"));
+}
+
+function uploadRow(u, ctx) {
+  const name = u.name || u.id;
+  return h("tr", {},
+    h("td", {}, name),
+    h("td", { class: "num" }, humanSize(u.fileSize)),
+    h("td", {}, fmtDate(u.finished || u.started)),
+    viewLinks("uploads", u.id, name, u.fileCount > 0, ctx));
+}
+
+function collectionRow(c, ctx) {
+  const name = c.name || c.id;
+  return h("tr", {},
+    h("td", {}, name),
+    h("td", { class: "num" }, number(c.crawlCount)),
+    h("td", { class: "num" }, humanSize(c.totalSize)),
+    viewLinks("collections", c.id, name, c.crawlCount > 0, ctx));
 }
 
 function alertNear(el, text) {
