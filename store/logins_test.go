@@ -65,3 +65,70 @@ func TestLoginAttempts(t *testing.T) {
 		t.Fatalf("%d counters left, %v; want the current window's 2", n, err)
 	}
 }
+
+// A paced key's turn is taken by one attempt at a time, however many
+// race for it, and is free again once its pause is over.
+func TestLoginPace(t *testing.T) {
+	m := mongotest.Open(t)
+	ctx := context.Background()
+	start := now()
+	end := start.Add(time.Minute)
+	key := "account:ann@example.org"
+	if _, err := m.AddLoginAttempt(ctx, []string{key}, start, end); err != nil {
+		t.Fatal(err)
+	}
+	next := start.Add(5 * time.Second)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var taken, busy int
+	for range 8 {
+		wg.Go(func() {
+			until, err := m.PaceLoginAttempt(ctx, key, start, start, next)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				t.Error(err)
+			case until.IsZero():
+				taken++
+			case until.Equal(next):
+				busy++
+			default:
+				t.Errorf("busy until %v, want %v", until, next)
+			}
+		})
+	}
+	wg.Wait()
+	if taken != 1 || busy != 7 {
+		t.Fatalf("%d took the turn and %d found it busy, want 1 and 7", taken, busy)
+	}
+	if until, err := m.PaceLoginAttempt(ctx, key, start, next, next.Add(time.Second)); err != nil || !until.IsZero() {
+		t.Fatalf("after the pause: busy until %v, %v", until, err)
+	}
+}
+
+// Remembered logins are known until they expire, and swept after.
+func TestRememberLogin(t *testing.T) {
+	m := mongotest.Open(t)
+	ctx := context.Background()
+	t0 := now()
+	key := "known:ann@example.org|192.0.2.1"
+	if ok, err := m.LoginRemembered(ctx, key, t0); err != nil || ok {
+		t.Fatalf("before: %v %v", ok, err)
+	}
+	if err := m.RememberLogin(ctx, key, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := m.LoginRemembered(ctx, key, t0.Add(time.Minute)); err != nil || !ok {
+		t.Fatalf("remembered: %v %v", ok, err)
+	}
+	if ok, err := m.LoginRemembered(ctx, key, t0.Add(time.Hour)); err != nil || ok {
+		t.Fatalf("expired: %v %v", ok, err)
+	}
+	if err := m.DeleteEndedLoginWindows(ctx, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := m.Raw().Collection("login_attempts").CountDocuments(ctx, map[string]any{}); err != nil || n != 0 {
+		t.Fatalf("%d left after the sweep, %v", n, err)
+	}
+}
