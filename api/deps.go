@@ -126,6 +126,9 @@ type Store interface {
 	// loginThrottle).
 	AddLoginAttempt(ctx context.Context, keys []string, start, end time.Time) ([]int64, error)
 	ReleaseLoginAttempt(ctx context.Context, key string, start time.Time, forget bool) error
+	PaceLoginAttempt(ctx context.Context, key string, start, now, next time.Time) (time.Time, error)
+	RememberLogin(ctx context.Context, key string, until time.Time) error
+	LoginRemembered(ctx context.Context, key string, now time.Time) (bool, error)
 	DeleteEndedLoginWindows(ctx context.Context, t time.Time) error
 }
 

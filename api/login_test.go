@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,12 @@ import (
 // loginFrom posts a login form as a client at remoteAddr, with an
 // X-Forwarded-For header when xff is not empty.
 func loginFrom(s *Server, remoteAddr, xff, email, password string) resp {
+	rec := loginRecorded(s, remoteAddr, xff, email, password)
+	return resp{Code: rec.Code, Body: rec.Body.Bytes()}
+}
+
+// loginRecorded is loginFrom with the whole response, headers included.
+func loginRecorded(s *Server, remoteAddr, xff, email, password string) *httptest.ResponseRecorder {
 	form := url.Values{"username": {email}, "password": {password}}
 	req := httptest.NewRequest("POST", "/api/auth/jwt/login", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -24,23 +32,33 @@ func loginFrom(s *Server, remoteAddr, xff, email, password string) resp {
 	}
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, req)
-	return resp{Code: rec.Code, Body: rec.Body.Bytes()}
+	return rec
+}
+
+// retryAfter is a 429's Retry-After in seconds (0 if there is none).
+func retryAfter(rec *httptest.ResponseRecorder) int {
+	n, _ := strconv.Atoi(rec.Header().Get("Retry-After"))
+	return n
 }
 
 // throttledServer is a second API on e's store with a clock the test
-// moves and small limits: 3 failures per account, 6 per address, per
-// 10-minute window.
-func throttledServer(e *env) (*Server, *clocktesting.FakePassiveClock) {
+// moves and small limits: 3 failures per account and address, 6 per
+// address, per 10-minute window; paced accounts wait at most 8 s.
+func throttledServer(e *env, adjust ...func(*Config)) (*Server, *clocktesting.FakePassiveClock) {
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC))
 	cfg := testConfig()
 	cfg.LoginFailuresPerAccount, cfg.LoginFailuresPerAddress, cfg.LoginFailureWindow = 3, 6, 10*time.Minute
+	cfg.LoginAccountMaxDelay = 8 * time.Second
+	for _, f := range adjust {
+		f(&cfg)
+	}
 	return New(cfg, Deps{Store: e.store.Mongo, Launcher: e.launcher, Clock: clk}), clk
 }
 
 // 300 wrong passwords in a row, 8 in parallel, were all plain 400s.
-// Failed logins are limited per account and per client address; over the
-// limit the answer is upstream's 429 too_many_login_attempts with a
-// Retry-After, until the window ends.
+// Failed logins are limited per account and client address together and
+// per client address; over a limit the answer is upstream's 429
+// too_many_login_attempts with a Retry-After, until the window ends.
 func TestLoginGuessingIsThrottled(t *testing.T) {
 	e := newEnv(t)
 	s, clk := throttledServer(e)
@@ -63,15 +81,10 @@ func TestLoginGuessingIsThrottled(t *testing.T) {
 	if codes[400] != 3 || codes[429] != 5 {
 		t.Fatalf("8 parallel guesses: %v, want 3 x 400 and 5 x 429", codes)
 	}
-	r := loginFrom(s, client, "", "ADMIN@example.com", "PASSW0RD!")
-	e.wantDetail(r, 429, "too_many_login_attempts")
-	rec := httptest.NewRecorder()
-	form := url.Values{"username": {"admin@example.com"}, "password": {"PASSW0RD!"}}
-	req := httptest.NewRequest("POST", "/api/auth/jwt/login", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	s.Handler().ServeHTTP(rec, req)
-	if got := rec.Header().Get("Retry-After"); got != "600" {
-		t.Fatalf("Retry-After %q, want the 600 s left in the window", got)
+	rec := loginRecorded(s, client, "", "ADMIN@example.com", "PASSW0RD!")
+	e.wantDetail(resp{Code: rec.Code, Body: rec.Body.Bytes()}, 429, "too_many_login_attempts")
+	if got := retryAfter(rec); got != 600 {
+		t.Fatalf("Retry-After %d, want the 600 s left in the window", got)
 	}
 
 	// Other accounts are not locked out by someone guessing this one.
@@ -80,13 +93,13 @@ func TestLoginGuessingIsThrottled(t *testing.T) {
 	}
 
 	// The window ends: the right password works again, and a success
-	// clears the account's failures.
+	// clears the failures of the account at that address.
 	clk.SetTime(clk.Now().Add(10 * time.Minute))
 	if r := loginFrom(s, client, "", "admin@example.com", "PASSW0RD!"); r.Code != 200 {
 		t.Fatalf("next window: %d %s", r.Code, r.Body)
 	}
 	for i := range 3 {
-		if r := loginFrom(s, "192.0.2.50:1", "", "admin@example.com", "typo"); r.Code != 400 {
+		if r := loginFrom(s, client, "", "admin@example.com", "typo"); r.Code != 400 {
 			t.Fatalf("failure %d after a success: %d %s", i+1, r.Code, r.Body)
 		}
 	}
@@ -103,19 +116,198 @@ func TestLoginGuessingIsThrottled(t *testing.T) {
 	if r := loginFrom(s, "192.0.2.99:1", "", "viewer@example.com", "pw-viewer"); r.Code != 200 {
 		t.Fatalf("from another address: %d %s", r.Code, r.Body)
 	}
+}
 
-	// Behind a proxy on a private network the client is the address it
-	// forwards; a client on the internet cannot choose one by sending the
-	// header itself.
+// Five wrong passwords for admin@example.com, from any mix of addresses,
+// locked the right password out for 15 minutes. Now guesses sprayed
+// from many addresses lock only those addresses and pace the account:
+// the owner gets in at once from an address they logged in from before,
+// and within the pause from a new one; the guessers get one turn per
+// pause between them.
+func TestLoginLockoutCannotBeAimed(t *testing.T) {
+	e := newEnv(t)
+	s, clk := throttledServer(e)
+	const home, attacker = "192.0.2.10:1", "203.0.113.%d:1"
+	if r := loginFrom(s, home, "", "viewer@example.com", "pw-viewer"); r.Code != 200 {
+		t.Fatalf("first login: %d %s", r.Code, r.Body)
+	}
+
+	// 10 addresses, 3 guesses each: 30 failures of the account, each
+	// address within its own limits until its third.
+	guessed := 0
+	for i := range 10 {
+		for range 3 {
+			clk.SetTime(clk.Now().Add(time.Second))
+			switch r := loginFrom(s, strings.Replace(attacker, "%d", strconv.Itoa(i), 1), "", "viewer@example.com", "guess"); r.Code {
+			case 400:
+				guessed++
+			case 429:
+			default:
+				t.Fatalf("guess: %d %s", r.Code, r.Body)
+			}
+		}
+	}
+	// 3 free failures, then a turn per pause (1 s, 2 s, ... 8 s) while
+	// the guesses came a second apart.
+	if guessed < 4 || guessed > 3+6 {
+		t.Fatalf("%d of 30 sprayed guesses checked a password, want the 3 free ones and a paced few", guessed)
+	}
+
+	// The owner at home: in at once, however paced the account is.
+	if r := loginFrom(s, home, "", "viewer@example.com", "pw-viewer"); r.Code != 200 {
+		t.Fatalf("owner at home: %d %s", r.Code, r.Body)
+	}
+
+	// The owner somewhere new waits for a turn, at most the longest
+	// pause; knocking meanwhile does not lock their address out.
+	const away = "198.51.100.20:1"
+	var wait int
+	for range 5 {
+		rec := loginRecorded(s, away, "", "viewer@example.com", "pw-viewer")
+		if rec.Code == 200 {
+			t.Fatal("a paced account let a new address in without its turn")
+		}
+		if wait = retryAfter(rec); rec.Code != 429 || wait < 1 || wait > 8 {
+			t.Fatalf("owner away: %d, Retry-After %d, want 429 within 8 s", rec.Code, wait)
+		}
+	}
+	clk.SetTime(clk.Now().Add(time.Duration(wait) * time.Second))
+	if r := loginFrom(s, away, "", "viewer@example.com", "pw-viewer"); r.Code != 200 {
+		t.Fatalf("owner away after %d s: %d %s", wait, r.Code, r.Body)
+	}
+	// That address is now known: no more waiting there.
+	if r := loginFrom(s, away, "", "viewer@example.com", "pw-viewer"); r.Code != 200 {
+		t.Fatalf("owner away again: %d %s", r.Code, r.Body)
+	}
+
+	// A guesser's own address stays locked for the window.
+	rec := loginRecorded(s, strings.Replace(attacker, "%d", "0", 1), "", "viewer@example.com", "pw-viewer")
+	if rec.Code != 429 || retryAfter(rec) < 60 {
+		t.Fatalf("guessing address: %d, Retry-After %d", rec.Code, retryAfter(rec))
+	}
+}
+
+// The pause between paced attempts starts at a second, doubles and
+// stops at the configured longest; 0 turns pacing off.
+func TestLoginPause(t *testing.T) {
+	l := &loginLimiter{maxPause: 30 * time.Second}
+	var got []time.Duration
+	for over := int64(1); over <= 7; over++ {
+		got = append(got, l.pause(over))
+	}
+	want := []time.Duration{1, 2, 4, 8, 16, 30, 30}
+	for i := range want {
+		if got[i] != want[i]*time.Second {
+			t.Fatalf("pauses %v, want %v seconds", got, want)
+		}
+	}
+	if l.pause(1<<40) != 30*time.Second {
+		t.Fatal("a huge count overflowed the pause")
+	}
+
+	e := newEnv(t)
+	s, _ := throttledServer(e, func(c *Config) { c.LoginAccountMaxDelay = 0 })
+	for i := range 6 {
+		addr := "203.0.113." + strconv.Itoa(i) + ":1"
+		for range 3 {
+			if r := loginFrom(s, addr, "", "viewer@example.com", "guess"); r.Code != 400 {
+				t.Fatalf("unpaced guess: %d %s", r.Code, r.Body)
+			}
+		}
+	}
+}
+
+// X-Forwarded-For was believed from any client on a private network, so
+// a client there chose which address the per-address limit counted. It
+// is believed only from the configured trusted proxies (none by
+// default).
+func TestForwardedForOnlyFromTrustedProxies(t *testing.T) {
+	e := newEnv(t)
+	s, _ := throttledServer(e)
+	for i := range 6 {
+		xff := "198.51.100." + strconv.Itoa(i)
+		if r := loginFrom(s, "10.0.0.5:80", xff, "viewer@example.com", "guess"+strconv.Itoa(i)); r.Code != 400 && r.Code != 429 {
+			t.Fatalf("guess %d: %d %s", i, r.Code, r.Body)
+		}
+	}
+	e.wantDetail(loginFrom(s, "10.0.0.5:80", "198.51.100.99", "owner@example.com", "pw-owner"), 429, "too_many_login_attempts")
+
+	trusted, err := ParseTrustedProxies("10.0.0.0/8, 2001:db8::1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ = throttledServer(e, func(c *Config) { c.TrustedProxies = trusted })
+	for i, user := range []string{"a", "b", "c", "d", "e", "f"} {
+		if r := loginFrom(s, "10.0.0.5:80", "198.51.100.7", user+"@example.com", "x"); r.Code != 400 {
+			t.Fatalf("forwarded failure %d: %d %s", i+1, r.Code, r.Body)
+		}
+	}
+	// The forwarded client is locked; others behind the same proxy, or
+	// behind a chain of trusted ones, are not.
 	e.wantDetail(loginFrom(s, "10.0.0.5:80", "198.51.100.7", "viewer@example.com", "pw-viewer"), 429, "too_many_login_attempts")
-	if r := loginFrom(s, "10.0.0.5:80", "198.51.100.8", "viewer@example.com", "pw-viewer"); r.Code != 200 {
+	e.wantDetail(loginFrom(s, "[2001:db8::1]:80", "198.51.100.7, 10.1.2.3", "viewer@example.com", "pw-viewer"), 429, "too_many_login_attempts")
+	if r := loginFrom(s, "10.0.0.5:80", "198.51.100.8", "owner@example.com", "pw-owner"); r.Code != 200 {
 		t.Fatalf("another forwarded client: %d %s", r.Code, r.Body)
 	}
+	// A client that is no trusted proxy cannot pick an address.
 	e.wantDetail(loginFrom(s, "198.51.100.7:4000", "192.0.2.1", "viewer@example.com", "pw-viewer"), 429, "too_many_login_attempts")
+	if r := loginFrom(s, "10.9.9.9:1", "", "crawler@example.com", "pw-crawler"); r.Code != 200 {
+		t.Fatalf("the proxy itself: %d %s", r.Code, r.Body)
+	}
+}
+
+func TestParseTrustedProxies(t *testing.T) {
+	got, err := ParseTrustedProxies(" 10.0.0.0/8,192.168.1.7 ,, ::ffff:172.16.0.1, fd00::/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.0.0.0/8", "192.168.1.7/32", "172.16.0.1/32", "fd00::/8"}
+	if len(got) != len(want) {
+		t.Fatalf("%v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != netip.MustParsePrefix(want[i]) {
+			t.Fatalf("%v, want %v", got, want)
+		}
+	}
+	if none, err := ParseTrustedProxies(""); err != nil || len(none) != 0 {
+		t.Fatalf("empty: %v %v", none, err)
+	}
+	for _, bad := range []string{"10.0.0.0/33", "proxy.local", "10.0.0"} {
+		if _, err := ParseTrustedProxies(bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+// An IPv6 client counts as its /64: stepping through the addresses of
+// one subscriber's network buys no more guesses.
+func TestLoginLimitCountsIPv6By64(t *testing.T) {
+	for addr, want := range map[string]string{
+		"2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
+		"2001:db8:1:2::ffff":   "2001:db8:1:2::/64",
+		"fe80::1%eth0":         "fe80::/64",
+		"::ffff:192.0.2.1":     "192.0.2.1",
+		"192.0.2.1":            "192.0.2.1",
+		"":                     "",
+	} {
+		if got := clientKey(addr); got != want {
+			t.Errorf("%q counts as %q, want %q", addr, got, want)
+		}
+	}
+	e := newEnv(t)
+	s, _ := throttledServer(e)
+	for i := range 6 {
+		if r := loginFrom(s, "[2001:db8:1:2::"+strconv.Itoa(i+1)+"]:1", "", "u"+strconv.Itoa(i)+"@example.com", "x"); r.Code != 400 {
+			t.Fatalf("failure %d: %d %s", i+1, r.Code, r.Body)
+		}
+	}
+	e.wantDetail(loginFrom(s, "[2001:db8:1:2::99]:1", "", "viewer@example.com", "pw-viewer"), 429, "too_many_login_attempts")
 }
 
 // The counters live in MongoDB, not in one process: guesses spread over
-// two API replicas are limited as if they went to one.
+// two API replicas are limited as if they went to one, and a paced
+// account's turn is taken once for both.
 func TestLoginLimitHoldsAcrossReplicas(t *testing.T) {
 	e := newEnv(t)
 	a, clk := throttledServer(e)
@@ -125,7 +317,11 @@ func TestLoginLimitHoldsAcrossReplicas(t *testing.T) {
 			t.Fatalf("guess %d: %d %s", i+1, r.Code, r.Body)
 		}
 	}
-	e.wantDetail(loginFrom(b, "203.0.113.9:1", "", "viewer@example.com", "pw-viewer"), 429, "too_many_login_attempts")
+	e.wantDetail(loginFrom(b, "198.51.100.7:4000", "", "viewer@example.com", "pw-viewer"), 429, "too_many_login_attempts")
+	if r := loginFrom(a, "203.0.113.1:1", "", "viewer@example.com", "guess"); r.Code != 400 {
+		t.Fatalf("first paced turn: %d %s", r.Code, r.Body)
+	}
+	e.wantDetail(loginFrom(b, "203.0.113.2:1", "", "viewer@example.com", "pw-viewer"), 429, "too_many_login_attempts")
 }
 
 // A login for an existing e-mail took 75 ms and one for an unknown e-mail

@@ -153,6 +153,7 @@ func testConfig() Config {
 		EventsKeepAlive:         15 * time.Second,
 		Logger:                  slog.New(slog.NewTextHandler(io.Discard, nil)),
 		LoginFailuresPerAccount: 5, LoginFailuresPerAddress: 50, LoginFailureWindow: 15 * time.Minute,
+		LoginAccountMaxDelay: 30 * time.Second,
 	}
 }
 

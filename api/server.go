@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -86,13 +87,22 @@ type Config struct {
 	// EventsKeepAlive is the longest an event stream stays silent; a
 	// comment is sent then, so proxies and clients keep it open.
 	EventsKeepAlive time.Duration
-	// LoginFailuresPerAccount and LoginFailuresPerAddress are how many
-	// failed logins an account, and a client address, may have in one
-	// LoginFailureWindow before further attempts get 429s until the
-	// window ends.
+	// LoginFailuresPerAccount is how many failed logins an account may
+	// have from one client address in one LoginFailureWindow before that
+	// address gets 429s for the account until the window ends, and from
+	// all addresses before the account's logins are paced (loginLimiter).
+	// LoginFailuresPerAddress is how many one client address may have,
+	// over all accounts, before it gets 429s until the window ends.
 	LoginFailuresPerAccount int
 	LoginFailuresPerAddress int
 	LoginFailureWindow      time.Duration
+	// LoginAccountMaxDelay is the longest pause between the attempts at
+	// a paced account (0: no pacing).
+	LoginAccountMaxDelay time.Duration
+	// TrustedProxies are the proxies whose X-Forwarded-For is believed
+	// (ParseTrustedProxies); without any, the client address is the
+	// connection's peer.
+	TrustedProxies []netip.Prefix
 	// PasswordHashConcurrency is how many bcrypt hashes or checks may run
 	// at once (0: half the CPUs, at least one).
 	PasswordHashConcurrency int
@@ -214,7 +224,8 @@ func New(cfg Config, deps Deps) *Server {
 		passwords:       newPasswordHasher(cfg.PasswordHashConcurrency),
 		liveStatsBudget: liveStatsTimeout,
 		logins: &loginLimiter{store: deps.Store, clock: deps.Clock, window: cfg.LoginFailureWindow,
-			perAccount: int64(cfg.LoginFailuresPerAccount), perAddress: int64(cfg.LoginFailuresPerAddress)},
+			perAccount: int64(cfg.LoginFailuresPerAccount), perAddress: int64(cfg.LoginFailuresPerAddress),
+			maxPause: cfg.LoginAccountMaxDelay},
 	}
 	if s.mail == nil {
 		s.mail = logMailer{log: cfg.Logger}
@@ -222,10 +233,7 @@ func New(cfg Config, deps Deps) *Server {
 	s.feeds = newCrawlFeeds(deps.Store, s.redis, cfg.EventsPollInterval, cfg.Logger, metrics)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	// The client address behind trusted proxies (loopback, link-local and
-	// private networks, where ingress controllers live): the rightmost
-	// X-Forwarded-For entry that is not one of them, else the peer.
-	e.IPExtractor = echo.ExtractIPFromXFFHeader()
+	e.IPExtractor = clientAddress(cfg.TrustedProxies)
 	e.HTTPErrorHandler = s.handleError
 	// Every route answers with or without a trailing slash, by rewriting
 	// the path before routing (no redirect: clients POST to both forms).

@@ -37,9 +37,11 @@ var settings = []setting{
 	{"api.events_keepalive", 15 * time.Second, "longest silence of an event stream before a keep-alive comment (keep it at most 15s: proxies drop idle streams)"},
 
 	{"metrics.listen", "", "address of a listener serving only /metrics (Prometheus); empty = /metrics is served on api.listen"},
-	{"api.login_failures_per_account", 5, "failed logins an account may have in one api.login_failure_window; further attempts get 429 too_many_login_attempts until the window ends"},
-	{"api.login_failures_per_address", 50, "failed logins one client address may have in one api.login_failure_window (the address behind proxies on private networks, from X-Forwarded-For)"},
+	{"api.login_failures_per_account", 5, "failed logins an account may have from one client address in one api.login_failure_window (then that address gets 429 too_many_login_attempts for it until the window ends), and from all addresses before its logins are paced (see api.login_account_max_delay)"},
+	{"api.login_failures_per_address", 50, "failed logins one client address may have over all accounts in one api.login_failure_window; then it gets 429 too_many_login_attempts until the window ends (IPv6 clients count by /64)"},
 	{"api.login_failure_window", 15 * time.Minute, "the fixed window the login failure limits count in (counters live in MongoDB, shared by every replica)"},
+	{"api.login_account_max_delay", 30 * time.Second, "longest pause between login attempts at a paced account: one attempt at a time, the pause starting at 1s and doubling; addresses the account logged in from in the last 30 days are not paced, so guessing from elsewhere never locks the owner out (0 = no pacing)"},
+	{"api.trusted_proxies", "", "comma-separated IP addresses or CIDR ranges of the reverse proxies (ingress) in front of trawler; only their X-Forwarded-For is believed for the client address the login limits count; empty = none, the connection's peer is the client (set it behind an ingress, or every user counts as the ingress)"},
 	{"api.password_hash_concurrency", 0, "bcrypt hashes and checks that may run at once, so logins cannot take every CPU from other requests (0 = half the CPUs, at least one)"},
 	{"api.read_header_timeout", 10 * time.Second, "time a client has to send a request's headers"},
 	{"api.read_timeout", 60 * time.Second, "time a client has to send a whole request, body included (streaming routes such as uploads are exempt)"},
