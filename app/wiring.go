@@ -33,6 +33,10 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 	if d := v.GetDuration("api.events_poll_interval"); d <= 0 {
 		return api.Config{}, fmt.Errorf("api.events_poll_interval is %v: it must be above 0", d)
 	}
+	trusted, err := api.ParseTrustedProxies(v.GetString("api.trusted_proxies"))
+	if err != nil {
+		return api.Config{}, fmt.Errorf("api.trusted_proxies: %w", err)
+	}
 	secret := []byte(v.GetString("api.jwt_secret"))
 	if len(secret) == 0 {
 		// Tokens then die with the process and other replicas reject them;
@@ -66,6 +70,8 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 		LoginFailuresPerAccount:    v.GetInt("api.login_failures_per_account"),
 		LoginFailuresPerAddress:    v.GetInt("api.login_failures_per_address"),
 		LoginFailureWindow:         v.GetDuration("api.login_failure_window"),
+		LoginAccountMaxDelay:       v.GetDuration("api.login_account_max_delay"),
+		TrustedProxies:             trusted,
 		PasswordHashConcurrency:    v.GetInt("api.password_hash_concurrency"),
 		Version:                    Version,
 		Logger:                     logger,

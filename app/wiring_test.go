@@ -46,7 +46,7 @@ func TestDefaultsFillEveryConfig(t *testing.T) {
 	}
 	// Fields whose zero value is a valid default, or that no setting maps.
 	zeroOK := map[string]bool{"MaxPagesPerCrawl": true, "RegistrationEnabled": true,
-		"AppOrigin": true, "PasswordHashConcurrency": true}
+		"AppOrigin": true, "PasswordHashConcurrency": true, "TrustedProxies": true}
 	rv := reflect.ValueOf(apiCfg)
 	for i := range rv.NumField() {
 		if name := rv.Type().Field(i).Name; !zeroOK[name] && rv.Field(i).IsZero() {
