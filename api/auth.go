@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
@@ -158,6 +159,10 @@ func decodeLogin(c echo.Context) (loginIn, error) {
 	}{{"username", in.Username, maxShortString}, {"password", in.Password, maxPasswordLen}} {
 		if _, ok := r.PostForm[f.name]; !ok {
 			v.missing("body", f.name)
+		}
+		if !utf8.ValidString(f.val) {
+			v.add(msgNotUTF8, "value_error.unicode", "body", f.name)
+			continue
 		}
 		v.maxLen(f.val, f.limit, "body", f.name)
 	}

@@ -85,6 +85,9 @@ func unmarshalBody(body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return validationError{missingField("body")}
 	}
+	if err := checkJSONText(body); err != nil {
+		return err
+	}
 	err := json.Unmarshal(body, dst)
 	if err == nil {
 		return nil

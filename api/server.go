@@ -243,7 +243,7 @@ func New(cfg Config, deps Deps) *Server {
 	for _, r := range routes {
 		streaming[r.path] = r.streaming()
 	}
-	e.Use(s.countRequests(streaming), s.logRequests, s.recoverPanics)
+	e.Use(s.countRequests(streaming), s.logRequests, s.recoverPanics, refuseInvalidUTF8)
 	s.echo = e
 	s.scheduler = newScheduler(s, cfg.ScheduleRescan)
 	for _, r := range routes {

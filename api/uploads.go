@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -79,12 +80,16 @@ type uploadMeta struct {
 // "one%2Ctwo" is two tags). Collections must be the org's (upstream
 // stored any UUID, and a malformed one was a 500).
 func (s *Server) readUploadMeta(c echo.Context) (uploadMeta, error) {
-	unquote := func(name string) string {
-		v := c.QueryParam(name)
-		if u, err := url.PathUnescape(v); err == nil {
-			return u
+	var v validator
+	unquote := func(name string) string { // the query itself was checked, this decoding not
+		val := c.QueryParam(name)
+		if u, err := url.PathUnescape(val); err == nil {
+			val = u
 		}
-		return v
+		if !utf8.ValidString(val) {
+			v.add(msgNotUTF8, "value_error.unicode", "query", name)
+		}
+		return val
 	}
 	split := func(v string) []string {
 		if v == "" {
@@ -96,7 +101,6 @@ func (s *Server) readUploadMeta(c echo.Context) (uploadMeta, error) {
 	if m.name == "" {
 		m.name = "New Upload @ " + s.now().Format(time.DateTime)
 	}
-	var v validator
 	v.maxLen(m.name, maxNameLen, "query", "name")
 	v.maxLen(m.description, maxDescriptionLen, "query", "description")
 	v.tags(m.tags, "query", "tags")

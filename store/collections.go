@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -105,7 +106,9 @@ func (m *Mongo) ListCollections(ctx context.Context, oid uuid.UUID, f Collection
 	case f.Name != nil:
 		filter["name"] = *f.Name
 	case f.NamePrefix != nil:
-		filter["name"] = bson.M{"$regex": "^" + regexp.QuoteMeta(*f.NamePrefix), "$options": "i"}
+		// MongoDB refuses a pattern holding a NUL byte; \x00 matches one.
+		prefix := strings.ReplaceAll(regexp.QuoteMeta(*f.NamePrefix), "\x00", `\x00`)
+		filter["name"] = bson.M{"$regex": "^" + prefix, "$options": "i"}
 	}
 	opts := options.Find()
 	if f.SortBy != "" {

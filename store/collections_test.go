@@ -61,6 +61,8 @@ func TestListCollections(t *testing.T) {
 		{"PrefixAnyCase", store.CollectionFilter{NamePrefix: ptr("UPDA")}, []string{"Updated tést cöllection"}},
 		{"PrefixIsNotARegex", store.CollectionFilter{NamePrefix: ptr("a.b (")}, []string{"a.b (c)"}},
 		{"PrefixDotIsLiteral", store.CollectionFilter{NamePrefix: ptr("a.")}, []string{"a.b (c)"}},
+		// MongoDB refuses a regex holding a NUL byte.
+		{"PrefixWithNUL", store.CollectionFilter{NamePrefix: ptr("a.\x00")}, []string{}},
 		{"Page", store.CollectionFilter{SortBy: "name", Paging: store.Paging{Page: 2, PageSize: 2}}, []string{"Updated tést cöllection"}},
 	}
 	for _, tt := range tests {
