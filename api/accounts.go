@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -60,19 +62,31 @@ func normalizeEmail(s string) (string, bool) {
 	return local + "@" + strings.ToLower(domain), true
 }
 
-// validEmail reports whether s looks like an e-mail address.
-func validEmail(s string) bool {
-	_, ok := normalizeEmail(s)
-	return ok
-}
-
-// checkEmail validates a required e-mail field at loc.
+// checkEmail validates a required e-mail field at loc and returns it
+// normalized.
 func checkEmail(v *validator, email *string, loc ...any) string {
 	if email == nil {
 		v.missing(loc...)
 		return ""
 	}
-	norm, ok := normalizeEmail(*email)
+	return checkEmailValue(v, *email, loc...)
+}
+
+// checkEmailValue validates an e-mail address at loc: UTF-8 without
+// control characters, at most maxShortString characters, and shaped as
+// normalizeEmail wants. It returns the address normalized ("" if bad).
+func checkEmailValue(v *validator, email string, loc ...any) string {
+	switch {
+	case !utf8.ValidString(email):
+		v.add(msgNotUTF8, "value_error.unicode", loc...)
+		return ""
+	case strings.IndexFunc(email, unicode.IsControl) >= 0:
+		v.add("value must not contain control characters", "value_error.email", loc...)
+		return ""
+	case !v.maxLen(email, maxShortString, loc...):
+		return ""
+	}
+	norm, ok := normalizeEmail(email)
 	if !ok {
 		v.add("value is not a valid email address", "value_error.email", loc...)
 	}

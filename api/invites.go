@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -97,8 +98,9 @@ func (s *Server) invite(c echo.Context) error {
 	var email string
 	if in.Email == nil {
 		v.missing("body", "email")
-	} else if email = decodedEmail(*in.Email); !validEmail(email) {
-		v.add("value is not a valid email address", "value_error.email", "body", "email")
+	} else {
+		email = decodedEmail(*in.Email) // stored as typed, as upstream
+		checkEmailValue(&v, email, "body", "email")
 	}
 	validateRole(&v, in.Role)
 	if err := v.err(); err != nil {
@@ -172,7 +174,11 @@ func (s *Server) deleteInvites(c echo.Context) error {
 	if in.Email == nil {
 		return validationError{missingField("body", "email")}
 	}
-	n, err := s.store.DeleteInvitesByEmail(c.Request().Context(), currentOrg(c).ID, decodedEmail(*in.Email))
+	email := decodedEmail(*in.Email)
+	if !utf8.ValidString(email) {
+		return validationError{{Loc: []any{"body", "email"}, Msg: msgNotUTF8, Type: "value_error.unicode"}}
+	}
+	n, err := s.store.DeleteInvitesByEmail(c.Request().Context(), currentOrg(c).ID, email)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -152,16 +151,11 @@ func (s *Server) addOrgUser(c echo.Context) error {
 		return err
 	}
 	var v validator
-	if in.Email == nil || !strings.Contains(*in.Email, "@") {
-		v.add("value is not a valid email address", "value_error.email", "body", "email")
-	}
+	email := checkEmail(&v, in.Email, "body", "email")
 	if in.Password == nil {
 		v.missing("body", "password")
 	} else {
 		v.maxLen(*in.Password, maxPasswordLen, "body", "password")
-	}
-	if in.Email != nil {
-		v.maxLen(*in.Email, maxShortString, "body", "email")
 	}
 	if in.Name != nil {
 		v.maxLen(*in.Name, maxNameLen, "body", "name")
@@ -171,9 +165,9 @@ func (s *Server) addOrgUser(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	u, err := s.store.GetUserByEmail(ctx, *in.Email)
+	u, err := s.store.GetUserByEmail(ctx, email)
 	if errors.Is(err, store.ErrNotFound) {
-		u, err = s.createUser(c, *in.Email, *in.Password, deref1(in.Name))
+		u, err = s.createUser(c, email, *in.Password, deref1(in.Name))
 	}
 	if err != nil {
 		return err
