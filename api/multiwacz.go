@@ -8,10 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/labstack/echo/v4"
 )
@@ -118,25 +115,6 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
-}
-
-// attachment is a Content-Disposition for a download named name: the
-// name as upstream puts it (quotes and control characters dropped, so the
-// header stays well-formed), plus the RFC 5987 form for non-ASCII names.
-func attachment(name string) string {
-	plain := strings.Map(func(r rune) rune {
-		if r == '"' || r == '\\' || unicode.IsControl(r) {
-			return -1
-		}
-		return r
-	}, name)
-	h := `attachment; filename="` + plain + `"`
-	for _, r := range name {
-		if r > unicode.MaxASCII {
-			return h + "; filename*=UTF-8''" + strings.ReplaceAll(url.QueryEscape(name), "+", "%20")
-		}
-	}
-	return h
 }
 
 // downloadCollection streams the collection's successful members' files

@@ -81,15 +81,3 @@ func TestWriteMultiWACZ(t *testing.T) {
 		t.Fatalf("short member: %v", err)
 	}
 }
-
-func TestAttachment(t *testing.T) {
-	for name, want := range map[string]string{
-		"plain":                   `attachment; filename="plain"`,
-		`q"uo\te` + "\n":          `attachment; filename="quote"`,
-		"Updated tést cöllection": `attachment; filename="Updated tést cöllection"; filename*=UTF-8''Updated%20t%C3%A9st%20c%C3%B6llection`,
-	} {
-		if got := attachment(name); got != want {
-			t.Errorf("%q: %s, want %s", name, got, want)
-		}
-	}
-}
