@@ -128,12 +128,13 @@ func TestItemDownload(t *testing.T) {
 	}
 
 	// An upload: type and title from it; its route takes no query.
+	uploaded := testWACZ(t, "uploaded wacz")
 	up := e.mustJSON(asCrawler, "PUT", e.orgPath("/uploads/stream?filename=site.wacz&name=My%20Upload"),
-		typedBody{"application/octet-stream", []byte("uploaded wacz")}, 200)["id"].(string)
+		typedBody{"application/octet-stream", uploaded}, 200)["id"].(string)
 	ur := e.doRaw(asViewer, "GET", e.orgPath("/uploads/"+up+"/download?preferSingleWACZ=true"), nil)
 	wantDownload(t, ur, up+".wacz")
 	uu := unzipDownload(t, ur.Body.Bytes())
-	if len(uu.names) != 2 || !strings.HasPrefix(uu.names[0], "site-") || string(uu.data[uu.names[0]]) != "uploaded wacz" ||
+	if len(uu.names) != 2 || !strings.HasPrefix(uu.names[0], "site-") || string(uu.data[uu.names[0]]) != string(uploaded) ||
 		uu.pkg.Type != "upload" || uu.pkg.ID != up || uu.pkg.Title != "My Upload" || uu.pkg.Description != "" ||
 		strings.Contains(uu.rawPkg, `"description"`) || len(uu.pkg.Resources[0].Hash) != len("sha256:")+64 {
 		t.Fatalf("upload download %v %s", uu.names, uu.rawPkg)
@@ -147,7 +148,7 @@ func TestItemDownloadRefusals(t *testing.T) {
 	id, _ := e.finishedCrawlWithFiles([]byte("wacz"))
 	empty, _ := e.finishedCrawlWithFiles()
 	up := e.mustJSON(asCrawler, "PUT", e.orgPath("/uploads/stream?filename=u.wacz"),
-		typedBody{"application/octet-stream", []byte("upload")}, 200)["id"].(string)
+		typedBody{"application/octet-stream", testWACZ(t, "upload")}, 200)["id"].(string)
 
 	for _, route := range []string{"/crawls/", "/all-crawls/", "/uploads/"} {
 		e.wantDetail(e.do(asViewer, "GET", e.orgPath(route+empty+"/download"), nil), 400, "no_crawl_resources")

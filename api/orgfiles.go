@@ -83,6 +83,37 @@ func (s *Server) putFile(ctx context.Context, t fileTarget, key string, r io.Rea
 		DefStorageName: t.named}, nil
 }
 
+// putWACZ is putFile for an uploaded WACZ: once stored, the file is
+// checked (checkWACZ, reading it back with ranged reads, as uploads are
+// never held whole), and one that is no WACZ is deleted again and
+// refused with a 422 at loc.
+func (s *Server) putWACZ(ctx context.Context, t fileTarget, key string, r io.Reader, limit int64, loc ...any) (store.CrawlFile, error) {
+	f, err := s.putFile(ctx, t, key, r, limit)
+	if err != nil {
+		return f, err
+	}
+	if err := s.checkStoredWACZ(ctx, t, key); err != nil {
+		if derr := t.bucket.Delete(ctx, key); derr != nil {
+			s.log.Warn("deleting a refused upload", "key", key, "err", derr)
+		}
+		var bad waczError
+		if errors.As(err, &bad) {
+			return store.CrawlFile{}, validationError{{Loc: loc, Msg: bad.Error(), Type: "value_error.wacz"}}
+		}
+		return store.CrawlFile{}, err
+	}
+	return f, nil
+}
+
+func (s *Server) checkStoredWACZ(ctx context.Context, t fileTarget, key string) error {
+	obj, err := t.bucket.Open(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer obj.Close()
+	return checkWACZ(obj, obj.Info.Size)
+}
+
 // deleteObjects removes stored files that no document records (any more):
 // failures are only logged, as upstream ignores them.
 func (s *Server) deleteObjects(ctx context.Context, org *store.Org, files []store.CrawlFile) {

@@ -147,7 +147,7 @@ func (s *Server) uploadStream(c echo.Context) error {
 		}
 	}
 	return s.storeUpload(c, id, meta, replace, func(t fileTarget) ([]store.CrawlFile, error) {
-		f, err := s.putFile(ctx, t, uploadKey(t, id, filename), c.Request().Body, left)
+		f, err := s.putWACZ(ctx, t, uploadKey(t, id, filename), c.Request().Body, left, "body")
 		return []store.CrawlFile{f}, err
 	})
 }
@@ -181,7 +181,7 @@ func (s *Server) uploadFormData(c echo.Context) error {
 			if part.FormName() != "uploads" {
 				continue
 			}
-			f, err := s.putFile(ctx, t, uploadKey(t, id, part.FileName()), part, left)
+			f, err := s.putWACZ(ctx, t, uploadKey(t, id, part.FileName()), part, left, "body", "uploads", len(files))
 			if err != nil {
 				return files, err
 			}

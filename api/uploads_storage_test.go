@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"mime/multipart"
 	"regexp"
 	"slices"
@@ -66,65 +67,69 @@ func TestUploads(t *testing.T) {
 	e := newStorageEnv(t, startS3(t), time.Hour)
 	oid := e.org.String()
 	coll := e.mustJSON(asCrawler, "POST", e.orgPath("/collections"), map[string]any{"name": "c"}, 200)["id"].(string)
-	stream := func(query, body string) map[string]any {
+	stream := func(query string, body []byte) map[string]any {
 		t.Helper()
-		return e.mustJSON(asCrawler, "PUT", e.orgPath("/uploads/stream?"+query), typedBody{"application/octet-stream", []byte(body)}, 200)
+		return e.mustJSON(asCrawler, "PUT", e.orgPath("/uploads/stream?"+query), typedBody{"application/octet-stream", body}, 200)
 	}
+	size := func(b []byte) int64 { return int64(len(b)) }
 
-	up := stream("filename=dir/test.wacz&name=My%20Upload&description=Testing%0AData&tags=one%252Ctwo&collections="+coll, "first wacz")
+	first := testWACZ(t, "first wacz")
+	up := stream("filename=dir/test.wacz&name=My%20Upload&description=Testing%0AData&tags=one%252Ctwo&collections="+coll, first)
 	id := up["id"].(string)
 	if !regexp.MustCompile(`^upload-[0-9a-f-]{36}$`).MatchString(id) || up["added"] != true || up["storageQuotaReached"] != false {
 		t.Fatalf("upload: %v", up)
 	}
 	keys := e.keys(oid + "/uploads/" + id + "/")
-	if len(keys) != 1 || !regexp.MustCompile(`/test-[a-z2-7]{8}\.wacz$`).MatchString(keys[0]) || e.stored(keys[0]) != "first wacz" {
+	if len(keys) != 1 || !regexp.MustCompile(`/test-[a-z2-7]{8}\.wacz$`).MatchString(keys[0]) || e.stored(keys[0]) != string(first) {
 		t.Fatalf("stored %v", keys)
 	}
 	u := e.mustJSON(asCrawler, "GET", e.orgPath("/uploads/"+id), nil, 200)
 	if u["name"] != "My Upload" || u["description"] != "Testing\nData" || !slices.Equal(toStrings(u["tags"]), []string{"one", "two"}) ||
-		!slices.Equal(toStrings(u["collectionIds"]), []string{coll}) || u["fileSize"] != 10.0 {
+		!slices.Equal(toStrings(u["collectionIds"]), []string{coll}) || u["fileSize"] != float64(len(first)) {
 		t.Fatalf("upload doc %v", u)
 	}
 	res := e.mustJSON(asViewer, "GET", e.orgPath("/uploads/"+id+"/replay.json"), nil, 200)["resources"].([]any)
-	if len(res) != 1 || get(res[0], "name") != keys[0] || get(res[0], "size") != 10.0 {
+	if len(res) != 1 || get(res[0], "name") != keys[0] || get(res[0], "size") != float64(len(first)) {
 		t.Fatalf("resources %v", res)
 	}
-	if code, body := httpGet(t, get(res[0], "path").(string)); code != 200 || string(body) != "first wacz" {
+	if code, body := httpGet(t, get(res[0], "path").(string)); code != 200 || !bytes.Equal(body, first) {
 		t.Fatalf("download %d %q", code, body)
 	}
-	if c := e.mustJSON(asViewer, "GET", e.orgPath("/collections/"+coll), nil, 200); c["crawlCount"] != 1.0 || c["totalSize"] != 10.0 {
+	if c := e.mustJSON(asViewer, "GET", e.orgPath("/collections/"+coll), nil, 200); c["crawlCount"] != 1.0 || c["totalSize"] != float64(len(first)) {
 		t.Fatalf("collection %v", c)
 	}
-	if n := e.bytesStored(); n != 10 {
+	if n := e.bytesStored(); n != size(first) {
 		t.Fatalf("bytesStored %d", n)
 	}
 
 	// Three parts, two of the same name: three files of one upload.
+	a, b := testWACZ(t, "aaa"), testWACZ(t, "bbbb")
 	form := e.mustJSON(asCrawler, "PUT", e.orgPath("/uploads/formdata?name=form"),
-		formBody(t, "uploads", map[string]string{"a.wacz": "aaa", "b.wacz": "bbbb"}, "a.wacz", "a.wacz", "b.wacz"), 200)
+		formBody(t, "uploads", map[string]string{"a.wacz": string(a), "b.wacz": string(b)}, "a.wacz", "a.wacz", "b.wacz"), 200)
 	formID := form["id"].(string)
 	if res := e.mustJSON(asViewer, "GET", e.orgPath("/uploads/"+formID+"/replay.json"), nil, 200)["resources"].([]any); len(res) != 3 {
 		t.Fatalf("form resources %v", res)
 	}
-	if n := e.bytesStored(); n != 20 {
-		t.Fatalf("bytesStored %d", n)
+	if n, want := e.bytesStored(), size(first)+2*size(a)+size(b); n != want {
+		t.Fatalf("bytesStored %d, want %d", n, want)
 	}
 
 	// Replacing: the same id, the new bytes only.
-	if re := stream("filename=test.wacz&replaceId="+id, "replacement!"); re["id"] != id {
+	repl := testWACZ(t, "replacement!")
+	if re := stream("filename=test.wacz&replaceId="+id, repl); re["id"] != id {
 		t.Fatalf("replace: %v", re)
 	}
 	keys = e.keys(oid + "/uploads/" + id + "/")
-	if len(keys) != 1 || e.stored(keys[0]) != "replacement!" {
+	if len(keys) != 1 || e.stored(keys[0]) != string(repl) {
 		t.Fatalf("after replace %v", keys)
 	}
 	if u := e.mustJSON(asCrawler, "GET", e.orgPath("/uploads/"+id), nil, 200); u["name"] == "My Upload" || len(u["collectionIds"].([]any)) != 0 {
 		t.Fatalf("replaced upload keeps its old metadata: %v", u)
 	}
-	if n := e.bytesStored(); n != 22 {
-		t.Fatalf("bytesStored after replace %d", n)
+	if n, want := e.bytesStored(), size(repl)+2*size(a)+size(b); n != want {
+		t.Fatalf("bytesStored after replace %d, want %d", n, want)
 	}
-	if re := stream("filename=x.wacz&replaceId=nope", "x"); re["id"] == "nope" {
+	if re := stream("filename=x.wacz&replaceId=nope", testWACZ(t, "x")); re["id"] == "nope" {
 		t.Fatal("an unknown replaceId was used")
 	}
 
@@ -144,15 +149,16 @@ func TestUploads(t *testing.T) {
 
 	// The quota: an upload that would go past it is refused and leaves
 	// nothing; once it is reached every upload is refused.
+	fits := testWACZ(t, "12345")
 	before := e.bytesStored()
-	e.mustJSON(asAdmin, "POST", e.orgPath("/quotas"), map[string]any{"storageQuota": before + 5}, 200)
+	e.mustJSON(asAdmin, "POST", e.orgPath("/quotas"), map[string]any{"storageQuota": before + size(fits)}, 200)
 	all := len(e.keys(oid + "/uploads/"))
-	e.wantDetail(put("/uploads/stream?filename=big.wacz", typedBody{"application/octet-stream", bytes.Repeat([]byte("b"), 6)}), 403, "storage_quota_reached")
-	e.wantDetail(put("/uploads/formdata", formBody(t, "uploads", map[string]string{"a": "123", "b": "456"}, "a", "b")), 403, "storage_quota_reached")
+	e.wantDetail(put("/uploads/stream?filename=big.wacz", typedBody{"application/octet-stream", testWACZ(t, strings.Repeat("123456", 100))}), 403, "storage_quota_reached")
+	e.wantDetail(put("/uploads/formdata", formBody(t, "uploads", map[string]string{"a": string(testWACZ(t, "1")), "b": string(testWACZ(t, "2"))}, "a", "b")), 403, "storage_quota_reached")
 	if n := len(e.keys(oid + "/uploads/")); n != all || e.bytesStored() != before {
 		t.Fatalf("a refused upload left %d objects (had %d), bytesStored %d", n, all, e.bytesStored())
 	}
-	if r := stream("filename=fits.wacz", "12345"); r["storageQuotaReached"] != true {
+	if r := stream("filename=fits.wacz", fits); r["storageQuotaReached"] != true {
 		t.Fatalf("upload to the limit: %v", r)
 	}
 	e.wantDetail(put("/uploads/stream?filename=more.wacz", typedBody{"application/octet-stream", nil}), 403, "storage_quota_reached")
@@ -172,6 +178,53 @@ func TestUploads(t *testing.T) {
 	}
 }
 
+// Uploads took any bytes as a WACZ: random bytes, an empty body, a zip
+// bomb. Each is now refused with a 422 that says what is wrong, and
+// leaves no file, no upload and no change of bytesStored; a good part of
+// a form upload goes with a bad one, and a bad replacement leaves the
+// upload it was to replace as it was.
+func TestUploadsMustBeWACZ(t *testing.T) {
+	e := newStorageEnv(t, startS3(t), time.Hour)
+	uploads := e.org.String() + "/uploads/"
+	kept := e.mustJSON(asCrawler, "PUT", e.orgPath("/uploads/stream?filename=kept.wacz"),
+		typedBody{"application/octet-stream", testWACZ(t, "kept")}, 200)["id"].(string)
+	keptKeys, before := e.keys(uploads), e.bytesStored()
+
+	random := make([]byte, 4096)
+	rand.Read(random)
+	bomb := zipBomb(t, 64<<20, false)
+	for name, c := range map[string]struct {
+		path string
+		body typedBody
+		loc  string
+		msg  string
+	}{
+		"random bytes": {"/uploads/stream?filename=r.wacz", typedBody{"application/octet-stream", random}, `["body"]`, "not a WACZ file: not a zip archive"},
+		"empty body":   {"/uploads/stream?filename=e.wacz", typedBody{"application/octet-stream", nil}, `["body"]`, "not a WACZ file: the file is empty"},
+		"zip bomb":     {"/uploads/stream?filename=b.wacz", typedBody{"application/octet-stream", bomb}, `["body"]`, "not a WACZ file: datapackage.json is larger than"},
+		"plain zip": {"/uploads/stream?filename=z.wacz", typedBody{"application/octet-stream",
+			zipOf(t, map[string][]byte{"a.txt": []byte("a")}, "a.txt")}, `["body"]`, "not a WACZ file: no datapackage.json"},
+		"bad replacement": {"/uploads/stream?filename=k.wacz&replaceId=" + kept, typedBody{"application/octet-stream", random}, `["body"]`, "not a zip archive"},
+		"second part bad": {"/uploads/formdata", formBody(t, "uploads", map[string]string{"good.wacz": string(testWACZ(t, "good")), "bad.wacz": ""},
+			"good.wacz", "bad.wacz"), `["body","uploads",1]`, "the file is empty"},
+	} {
+		r := e.do(asCrawler, "PUT", e.orgPath(c.path), c.body)
+		if r.Code != 422 || !strings.Contains(string(r.Body), `"loc":`+c.loc) || !strings.Contains(string(r.Body), c.msg) {
+			t.Errorf("%s: %d %s, want 422 at %s: %s", name, r.Code, r.Body, c.loc, c.msg)
+		}
+		if keys := e.keys(uploads); !slices.Equal(keys, keptKeys) || e.bytesStored() != before {
+			t.Fatalf("%s left %v (had %v), bytesStored %d (had %d)", name, keys, keptKeys, e.bytesStored(), before)
+		}
+	}
+	list := e.mustJSON(asViewer, "GET", e.orgPath("/uploads"), nil, 200)
+	if list["total"] != 1.0 || get(list["items"].([]any)[0], "name") == nil {
+		t.Fatalf("uploads after the refusals: %v", list)
+	}
+	if got := e.stored(keptKeys[0]); got != string(testWACZ(t, "kept")) {
+		t.Fatal("a refused replacement changed the upload")
+	}
+}
+
 // TestUploadChecksCollectionsOnce: an upload checks all its collections
 // with one read, and one of another org is not found, stores nothing and
 // records nothing.
@@ -188,7 +241,7 @@ func TestUploadChecksCollectionsOnce(t *testing.T) {
 	}
 	stream := func(colls ...string) resp {
 		return e.do(asCrawler, "PUT", e.orgPath("/uploads/stream?filename=u.wacz&collections="+strings.Join(colls, ",")),
-			typedBody{"application/octet-stream", []byte("wacz")})
+			typedBody{"application/octet-stream", testWACZ(t, "wacz")})
 	}
 
 	cmds.Reset()
@@ -215,7 +268,7 @@ func TestCollectionDownload(t *testing.T) {
 	name := "Updated tést cöllection"
 	id := e.mustJSON(asCrawler, "POST", e.orgPath("/collections"), map[string]any{"name": name, "crawlIds": []string{one, two}}, 200)["id"].(string)
 	up := e.mustJSON(asCrawler, "PUT", e.orgPath("/uploads/stream?filename=u.wacz&collections="+id),
-		typedBody{"application/octet-stream", []byte("the upload")}, 200)["id"].(string)
+		typedBody{"application/octet-stream", testWACZ(t, "the upload")}, 200)["id"].(string)
 
 	r := e.doRaw(asViewer, "GET", e.orgPath("/collections/"+id+"/download"), nil)
 	if r.Code != 200 || r.Header().Get("Content-Type") != "application/wacz+zip" ||
