@@ -35,7 +35,7 @@ func checkWACZ(r io.ReaderAt, size int64) error {
 	if size == 0 {
 		return waczError("the file is empty")
 	}
-	br := &budgetReaderAt{r: r, left: maxWACZCheckRead}
+	br := &budgetReaderAt{r: r, size: size, left: maxWACZCheckRead}
 	zr, err := zip.NewReader(br, size)
 	if err != nil {
 		return br.cause("not a zip archive")
@@ -78,25 +78,43 @@ func checkWACZ(r io.ReaderAt, size int64) error {
 // errReadBudget: the check would read more than maxWACZCheckRead bytes.
 var errReadBudget = errors.New("read budget spent")
 
-// budgetReaderAt reads from r until left bytes were asked for, and
-// remembers why reading failed, so a failed check can tell a bad file
-// from storage that failed.
+// errOutsideFile: a zip's offsets point before the file's start.
+var errOutsideFile = errors.New("offset outside the file")
+
+// budgetReaderAt reads the size bytes of r until left bytes were asked
+// for, and remembers why reading failed, so a failed check can tell a
+// bad file from storage that failed. It never asks r for bytes outside
+// the file, where offsets a zip made up would take it (a ranged read of
+// storage would fail there).
 type budgetReaderAt struct {
 	r    io.ReaderAt
+	size int64
 	left int64
 	err  error // the first read error other than io.EOF
 }
 
 func (b *budgetReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	if int64(len(p)) > b.left {
+	switch {
+	case off < 0:
+		return 0, errOutsideFile
+	case off >= b.size:
+		return 0, io.EOF
+	case int64(len(p)) > b.left:
 		b.left = 0
 		b.err = errReadBudget
 		return 0, errReadBudget
+	}
+	var short error
+	if int64(len(p)) > b.size-off {
+		p, short = p[:b.size-off], io.EOF
 	}
 	b.left -= int64(len(p))
 	n, err := b.r.ReadAt(p, off)
 	if err != nil && !errors.Is(err, io.EOF) && b.err == nil {
 		b.err = err
+	}
+	if err == nil {
+		err = short
 	}
 	return n, err
 }
