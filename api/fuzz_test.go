@@ -179,18 +179,18 @@ func FuzzPagination(f *testing.F) {
 	})
 }
 
-// listFilters are the query parameters of the GET routes under an org
-// that take no other path parameter: every list and its filters, as the
-// routes table declares them.
+// listFilters are the query parameters of the GET routes that take no
+// path parameter but the org: every list and its filters (the
+// superuser's over all orgs too), as the routes table declares them.
 func listFilters(e *env) []string {
 	var out []string
 	for _, r := range e.srv.routes() {
-		rest, ok := strings.CutPrefix(r.path, "/api/orgs/:oid")
-		if r.method != "GET" || !ok || strings.Contains(rest, ":") {
+		path := strings.Replace(r.path, ":oid", e.org.String(), 1)
+		if r.method != "GET" || strings.Contains(path, ":") {
 			continue
 		}
 		for _, q := range r.query {
-			out = append(out, e.orgPath(rest)+"?"+q+"=")
+			out = append(out, path+"?"+q+"=")
 		}
 	}
 	return out
