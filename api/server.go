@@ -235,6 +235,7 @@ func New(cfg Config, deps Deps) *Server {
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = clientAddress(cfg.TrustedProxies)
 	e.HTTPErrorHandler = s.handleError
+	e.JSONSerializer = sizedJSON{}
 	// Every route answers with or without a trailing slash, by rewriting
 	// the path before routing (no redirect: clients POST to both forms).
 	e.Pre(middleware.RemoveTrailingSlash())

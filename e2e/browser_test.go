@@ -28,6 +28,26 @@ type tab struct {
 	problems []string
 	// urls remembers request URLs by id, to name a failed request.
 	urls map[network.RequestID]string
+	// tolerated are URL parts whose failures are not the dashboard's.
+	tolerated []string
+}
+
+// tolerate ignores failed requests and error statuses of URLs holding
+// part, which a test explains.
+func (tb *tab) tolerate(part string) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	tb.tolerated = append(tb.tolerated, part)
+}
+
+// isTolerated reports whether a URL's failure is ignored.
+func (tb *tab) isTolerated(url string) bool {
+	for _, part := range tb.tolerated {
+		if strings.Contains(url, part) {
+			return true
+		}
+	}
+	return false
 }
 
 // newTab opens a tab for the test; it closes when the test ends.
@@ -82,16 +102,16 @@ func (tb *tab) watch(ev any) {
 			tb.problems = append(tb.problems, "uncaught exception: "+d.Text)
 		}
 	case *log.EventEntryAdded:
-		if e.Entry.Level == log.EntryLevelError {
+		if e.Entry.Level == log.EntryLevelError && !tb.isTolerated(e.Entry.URL) {
 			tb.problems = append(tb.problems, fmt.Sprintf("console (%s): %s %s", e.Entry.Source, e.Entry.Text, e.Entry.URL))
 		}
 	case *network.EventLoadingFailed:
 		// A stream the page closed itself is canceled, not failed.
-		if !e.Canceled {
+		if !e.Canceled && !tb.isTolerated(tb.urls[e.RequestID]) {
 			tb.problems = append(tb.problems, fmt.Sprintf("request failed: %s: %s", tb.urls[e.RequestID], e.ErrorText))
 		}
 	case *network.EventResponseReceived:
-		if e.Response.Status >= 400 {
+		if e.Response.Status >= 400 && !tb.isTolerated(e.Response.URL) {
 			tb.problems = append(tb.problems, fmt.Sprintf("HTTP %d for %s", e.Response.Status, e.Response.URL))
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/trawlerhq/trawler/e2e/e2etest"
+	"github.com/trawlerhq/trawler/sandbox"
 )
 
 // stack is the `trawler dev` the package's tests share.
@@ -126,8 +129,17 @@ func startDev(dir string) (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the log: %w", err)
 	}
-	dev, err := e2etest.StartDev(bin, filepath.Join(dir, "dev"), 2, log)
+	// ReplayWeb.page from the test binaries, as replay.base_url: the
+	// machine reaches no public site.
+	rwp, err := sandbox.ReplayWebPage()
 	if err != nil {
+		log.Close()
+		return nil, err
+	}
+	replayFiles := httptest.NewServer(http.FileServer(http.Dir(rwp)))
+	dev, err := e2etest.StartDev(bin, filepath.Join(dir, "dev"), 2, log, "--replay.base_url", replayFiles.URL+"/")
+	if err != nil {
+		replayFiles.Close()
 		log.Close()
 		return nil, fmt.Errorf("%w (log: %s)", err, log.Name())
 	}
@@ -137,6 +149,7 @@ func startDev(dir string) (stop func(), err error) {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 			dev.Kill()
 		}
+		replayFiles.Close()
 		log.Close()
 	}, nil
 }

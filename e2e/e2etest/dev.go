@@ -26,9 +26,11 @@ type Dev struct {
 
 // StartDev runs `trawler dev` (the binary bin) with its files in dir, its
 // API on a free port and nodes simulated nodes, its output to out, and
-// returns once its API answers /readyz. On error it is stopped already.
-func StartDev(bin, dir string, nodes int, out io.Writer) (*Dev, error) {
-	cmd := exec.Command(bin, "dev", "--dir", dir, "--api.listen", "127.0.0.1:0", "--nodes", strconv.Itoa(nodes))
+// returns once its API answers /readyz. flags are more of its flags. On
+// error it is stopped already.
+func StartDev(bin, dir string, nodes int, out io.Writer, flags ...string) (*Dev, error) {
+	args := append([]string{"dev", "--dir", dir, "--api.listen", "127.0.0.1:0", "--nodes", strconv.Itoa(nodes)}, flags...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting trawler dev: %w", err)

@@ -15,20 +15,13 @@ export const replayKinds = {
   collections: { path: "collections", noun: "collection" },
 };
 
-let uiLoaded = null;
-
-// loadReplayUI adds ReplayWeb.page's ui.js (which defines the
-// <replay-web-page> element) once per page.
-function loadReplayUI() {
-  if (!uiLoaded) {
-    uiLoaded = new Promise((resolve, reject) => {
-      const s = h("script", { src: "/replay/ui.js" });
-      s.addEventListener("load", resolve);
-      s.addEventListener("error", () => { uiLoaded = null; reject(new Error("The replay viewer could not be loaded.")); });
-      document.head.append(s);
-    });
-  }
-  return uiLoaded;
+// replayUI resolves once ReplayWeb.page's ui.js (loaded by index.html)
+// has defined <replay-web-page>.
+function replayUI() {
+  return Promise.race([
+    customElements.whenDefined("replay-web-page"),
+    new Promise((_, reject) => setTimeout(() => reject(new Error("The replay viewer could not be loaded.")), 30000)),
+  ]);
 }
 
 export function replayView(main, ctx, kind, id, pageURL) {
@@ -48,7 +41,7 @@ export function replayView(main, ctx, kind, id, pageURL) {
   (async () => {
     let item;
     try {
-      [item] = await Promise.all([api(base + "/replay.json"), loadReplayUI()]);
+      [item] = await Promise.all([api(base + "/replay.json"), replayUI()]);
     } catch (e) {
       if (left) return;
       status.className = "error";
