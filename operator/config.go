@@ -130,6 +130,7 @@ type Config struct {
 	// CrashLoopRestarts fails a crawl whose crawler containers restarted
 	// this many times, together, without a page done in between (0: never).
 	// A crawler that exits with the crawler's fatal code fails it at once.
+	// Neither applies to a crawl asked to stop (see crashLoop).
 	CrashLoopRestarts int
 }
 

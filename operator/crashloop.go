@@ -19,10 +19,13 @@ const fatalExitCode = 17
 // crashLoop tells why the crawl's crawlers cannot get anywhere, or ""
 // while they can: a crawler exited with the crawler's fatal code, or the
 // crawler containers restarted cfg.CrashLoopRestarts times, together,
-// without a page done in between. It also returns the restarts counted
-// when the crawl last got a page done (status.restartsAtProgress, of
-// which st holds the last value).
-func crashLoop(st trawlerv1.CrawlJobStatus, o observed, cfg Config) (reason string, restartsAtProgress int32) {
+// without a page done in between. Neither rule applies to a crawl asked
+// to stop (stopping): its crawlers exit with the fatal code when they
+// have nothing to upload, and their final statuses, not their exits,
+// decide how it ends (upstream's rule). It also returns the restarts
+// counted when the crawl last got a page done
+// (status.restartsAtProgress, of which st holds the last value).
+func crashLoop(st trawlerv1.CrawlJobStatus, o observed, cfg Config, stopping bool) (reason string, restartsAtProgress int32) {
 	var restarts int32
 	fatal := ""
 	for _, i := range slices.Sorted(maps.Keys(o.Crawlers)) {
@@ -32,8 +35,8 @@ func crashLoop(st trawlerv1.CrawlJobStatus, o observed, cfg Config) (reason stri
 			continue
 		}
 		restarts += cs.RestartCount
-		// A crawler stopped with nothing done writes "failed" before its
-		// fatal exit: that is an outcome (canceled), not a crash.
+		// A crawler stopped alone (scaled down) with nothing done writes
+		// "failed" before its fatal exit: that is no crash either.
 		if fatal == "" && exitedWith(cs, fatalExitCode) && !wroteFailed(o.Redis, p.Name) {
 			fatal = fmt.Sprintf("crawler %s exited with the crawler's fatal code %d; it would only fail again", p.Name, fatalExitCode)
 		}
@@ -45,6 +48,8 @@ func crashLoop(st trawlerv1.CrawlJobStatus, o observed, cfg Config) (reason stri
 		restartsAtProgress = restarts
 	}
 	switch since := restarts - restartsAtProgress; {
+	case stopping:
+		return "", restartsAtProgress
 	case fatal != "":
 		return fatal, restartsAtProgress
 	case cfg.CrashLoopRestarts > 0 && since >= int32(cfg.CrashLoopRestarts):

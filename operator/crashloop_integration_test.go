@@ -72,11 +72,13 @@ func operatorLines(errs []map[string]any) []map[string]any {
 // An exclusion of "(" passed the API before issue 15: the crawler exits 17
 // on every start, sat in CrashLoopBackOff and the crawl showed running
 // with 0 pages for as long as anyone waited. Now the crawl fails, and its
-// errors say why, with the crawler's own last words.
+// errors say why, with the crawler's own last words; so does its
+// workflow's lastCrawlState. (Not asked to stop: compare
+// TestStopAtOnceEndsCanceled.)
 func TestFatalCrawlerExitFailsTheCrawl(t *testing.T) {
 	h := newHarness(t)
 	h.startOperator(h.config())
-	id := h.startCrawl(crawlOpts{config: `{"seeds":[{"url":"https://example.com/?sim-pages=5"}],"exclude":["("]}`})
+	id := h.startCrawl(crawlOpts{config: `{"seeds":[{"url":"https://example.com/?sim-pages=5"}],"exclude":["("]}`, workflow: true})
 	errs := operatorLines(h.waitFailedAndReported(id, 60*time.Second))
 	if len(errs) != 2 {
 		t.Fatalf("operator error lines %v, want the reason and one pod's logs", errs)
@@ -93,6 +95,9 @@ func TestFatalCrawlerExitFailsTheCrawl(t *testing.T) {
 	}
 	if c := h.crawl(id); c.Finished == nil {
 		t.Errorf("failed crawl without a finish time: %+v", c)
+	}
+	if s := h.waitLastCrawlState(id); s != store.StateFailed {
+		t.Errorf("workflow's lastCrawlState %s, want failed", s)
 	}
 }
 

@@ -124,7 +124,11 @@ func decide(cj *trawlerv1.CrawlJob, o observed, cfg Config) plan {
 
 	p.resolveScale(cj.Spec.ID, o, wanted)
 
-	reason, restartsAtProgress := crashLoop(st, o, cfg)
+	// A crawl asked to stop ends by its crawlers' final statuses
+	// (running): one stopped before its first page writes "failed" and
+	// exits with the fatal code, which is its outcome, not a crash.
+	stopAsked := p.Stopping || cj.Spec.Stopping
+	reason, restartsAtProgress := crashLoop(st, o, cfg, stopAsked)
 	p.RestartsAtProgress = restartsAtProgress
 	switch {
 	case reason != "":

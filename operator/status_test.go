@@ -295,6 +295,24 @@ func TestCrawlStatus(t *testing.T) {
 					t.Errorf("state %s failReason %q", st.State, st.FailReason)
 				}
 			}},
+		{name: "a stop that ends canceled by the outcome rule: no fail reason, the pods may go",
+			job: newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.Spec.Stopping = true }),
+			plan: func(p *plan) {
+				p.Stopping = true
+				p.Transitions = []transition{{To: store.StateCanceled, From: store.ActiveStates, Finished: true,
+					Stats: &store.CrawlStats{Found: 0, Done: 0}}}
+			},
+			o: func(o *observed) {
+				o.Answers = []transitionResult{{Changed: true, State: store.StateCanceled, Finished: ptr(now)}}
+			},
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if st.State != store.StateCanceled || st.Finished == nil || !st.Stopping || st.FailReason != "" {
+					t.Errorf("state %s finished %v stopping %v failReason %q", st.State, st.Finished, st.Stopping, st.FailReason)
+				}
+				if failureUnreported(st, observed{}) {
+					t.Error("pods kept for a failure report")
+				}
+			}},
 		{name: "the operator's failure refused: no reason",
 			job: running,
 			plan: func(p *plan) {
