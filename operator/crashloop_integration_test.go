@@ -143,3 +143,27 @@ func TestRestartsWithProgressAreNoCrashLoop(t *testing.T) {
 		t.Errorf("operator error lines %v", errs)
 	}
 }
+
+// A crawler that dies on every third page gets a page or two done between
+// crashes, so the crash-loop rule never trips, and with the kubelet's
+// back-off (up to five minutes) such a crawl ran for hours (issue 27, item
+// 7). Its restarts are counted over the crawl's life as well: at
+// MaxCrawlerRestarts it fails, with the reason and the pods' last words.
+func TestSlowCrashLoopEndsAtTheRestartCap(t *testing.T) {
+	h := newHarness(t)
+	h.crawlArgs(" --sim.exitAtPage 3 --sim.exitCode 1")
+	cfg := h.config()
+	cfg.CrashLoopRestarts, cfg.MaxCrawlerRestarts = 2, 6
+	h.startOperator(cfg)
+	id := h.startCrawl(crawlOpts{seed: "https://example.com/?sim-pages=500", workflow: true})
+	errs := operatorLines(h.waitFailedAndReported(id, 120*time.Second))
+	if len(errs) != 2 || !strings.Contains(errs[0]["message"].(string), "restarted 6 times in all") {
+		t.Fatalf("operator error lines %v, want the restart cap's reason and one pod's logs", errs)
+	}
+	if c := h.crawl(id); c.Stats == nil || c.Stats.Done < 6 {
+		t.Errorf("stats %+v: want a page or more done between crashes, for this test to mean anything", c.Stats)
+	}
+	if s := h.waitLastCrawlState(id); s != store.StateFailed {
+		t.Errorf("workflow's lastCrawlState %s, want failed", s)
+	}
+}

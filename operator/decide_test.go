@@ -215,6 +215,18 @@ func TestDecide(t *testing.T) {
 					t.Errorf("failReason %q", p.FailReason)
 				}
 			}}},
+		{name: "a crawl that got pages done between its crashes fails at the cap on restarts in all (issue 27)",
+			job: newJob(1, runningStatus(store.StateRunning, 1), withStatus(func(s *trawlerv1.CrawlJobStatus) {
+				s.PagesDone, s.CrawlerRestarts, s.RestartsAtProgress = 30, 19, 19
+				s.Pods = map[string]trawlerv1.PodStatus{"0": {Restarts: 19}}
+			})),
+			at: time.Minute, pods: map[int]*corev1.Pod{0: crashingPod(0, 20, 1)},
+			redis: func() *redisState { r := reachable("running"); r.PagesFound, r.PagesDone = 500, 31; return r }(),
+			checks: []check{wantTransition(store.StateFailed), wantPods(0), func(t *testing.T, p plan) {
+				if p.CrawlerRestarts != 20 || !strings.Contains(p.FailReason, "restarted 20 times in all") {
+					t.Errorf("restarts %d failReason %q", p.CrawlerRestarts, p.FailReason)
+				}
+			}}},
 		{name: "all failed: failed",
 			job: newJob(2, runningStatus(store.StateRunning, 2)), at: time.Minute,
 			pods: pods(corev1.PodRunning, corev1.PodRunning), redis: reachable("failed", "failed"),
