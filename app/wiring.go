@@ -117,6 +117,7 @@ func operatorConfig(v *viper.Viper) (operator.Config, error) {
 	c.RedisTimeout = v.GetDuration("operator.redis_timeout")
 	c.LogFailedCrawlLines = v.GetInt("operator.log_failed_crawl_lines")
 	c.CrashLoopRestarts = v.GetInt("operator.crash_loop_restarts")
+	c.MaxCrawlerRestarts = v.GetInt("operator.max_crawler_restarts")
 	c.MetricsInterval = v.GetDuration("operator.metrics_interval")
 	c.RedisUnreachableGrace = v.GetDuration("operator.redis_unreachable_grace")
 	c.StartingTimeout = v.GetDuration("operator.starting_timeout")

@@ -130,7 +130,12 @@ type Config struct {
 	// CrashLoopRestarts fails a crawl whose crawler containers restarted
 	// this many times, together, without a page done in between (0: never).
 	// A crawler that exits with the crawler's fatal code fails it at once.
+	// Neither applies to a crawl asked to stop (see crashLoop).
 	CrashLoopRestarts int
+	// MaxCrawlerRestarts fails a crawl once its crawler containers have
+	// restarted this many times in all, however much they got done in
+	// between (0: never).
+	MaxCrawlerRestarts int
 }
 
 // validate reports the required fields that are unset.
@@ -156,6 +161,7 @@ func (c Config) validate() error {
 	check(c.Workers <= 0, "Workers")
 	check(c.SocksProxyPort < 0 || c.SocksProxyPort > 65535, "SocksProxyPort (0..65535)")
 	check(c.CrashLoopRestarts < 0, "CrashLoopRestarts (>= 0)")
+	check(c.MaxCrawlerRestarts < 0, "MaxCrawlerRestarts (>= 0)")
 	for _, d := range []struct {
 		v    time.Duration
 		name string

@@ -72,11 +72,13 @@ func operatorLines(errs []map[string]any) []map[string]any {
 // An exclusion of "(" passed the API before issue 15: the crawler exits 17
 // on every start, sat in CrashLoopBackOff and the crawl showed running
 // with 0 pages for as long as anyone waited. Now the crawl fails, and its
-// errors say why, with the crawler's own last words.
+// errors say why, with the crawler's own last words; so does its
+// workflow's lastCrawlState. (Not asked to stop: compare
+// TestStopAtOnceEndsCanceled.)
 func TestFatalCrawlerExitFailsTheCrawl(t *testing.T) {
 	h := newHarness(t)
 	h.startOperator(h.config())
-	id := h.startCrawl(crawlOpts{config: `{"seeds":[{"url":"https://example.com/?sim-pages=5"}],"exclude":["("]}`})
+	id := h.startCrawl(crawlOpts{config: `{"seeds":[{"url":"https://example.com/?sim-pages=5"}],"exclude":["("]}`, workflow: true})
 	errs := operatorLines(h.waitFailedAndReported(id, 60*time.Second))
 	if len(errs) != 2 {
 		t.Fatalf("operator error lines %v, want the reason and one pod's logs", errs)
@@ -93,6 +95,9 @@ func TestFatalCrawlerExitFailsTheCrawl(t *testing.T) {
 	}
 	if c := h.crawl(id); c.Finished == nil {
 		t.Errorf("failed crawl without a finish time: %+v", c)
+	}
+	if s := h.waitLastCrawlState(id); s != store.StateFailed {
+		t.Errorf("workflow's lastCrawlState %s, want failed", s)
 	}
 }
 
@@ -136,5 +141,29 @@ func TestRestartsWithProgressAreNoCrashLoop(t *testing.T) {
 	}
 	if errs := operatorLines(h.crawlErrors(id)); len(errs) != 0 {
 		t.Errorf("operator error lines %v", errs)
+	}
+}
+
+// A crawler that dies on every third page gets a page or two done between
+// crashes, so the crash-loop rule never trips, and with the kubelet's
+// back-off (up to five minutes) such a crawl ran for hours (issue 27, item
+// 7). Its restarts are counted over the crawl's life as well: at
+// MaxCrawlerRestarts it fails, with the reason and the pods' last words.
+func TestSlowCrashLoopEndsAtTheRestartCap(t *testing.T) {
+	h := newHarness(t)
+	h.crawlArgs(" --sim.exitAtPage 3 --sim.exitCode 1")
+	cfg := h.config()
+	cfg.CrashLoopRestarts, cfg.MaxCrawlerRestarts = 2, 6
+	h.startOperator(cfg)
+	id := h.startCrawl(crawlOpts{seed: "https://example.com/?sim-pages=500", workflow: true})
+	errs := operatorLines(h.waitFailedAndReported(id, 120*time.Second))
+	if len(errs) != 2 || !strings.Contains(errs[0]["message"].(string), "restarted 6 times in all") {
+		t.Fatalf("operator error lines %v, want the restart cap's reason and one pod's logs", errs)
+	}
+	if c := h.crawl(id); c.Stats == nil || c.Stats.Done < 6 {
+		t.Errorf("stats %+v: want a page or more done between crashes, for this test to mean anything", c.Stats)
+	}
+	if s := h.waitLastCrawlState(id); s != store.StateFailed {
+		t.Errorf("workflow's lastCrawlState %s, want failed", s)
 	}
 }

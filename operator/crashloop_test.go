@@ -55,7 +55,8 @@ func TestCrashLoop(t *testing.T) {
 		job        *trawlerv1.CrawlJob
 		pod        *corev1.Pod
 		redis      *redisState
-		limit      int
+		limit      int    // CrashLoopRestarts
+		inAll      int    // MaxCrawlerRestarts
 		wantReason string // "" = not failed by the operator
 		wantState  string // the transition planned, "" = none
 		baseline   int32
@@ -67,6 +68,12 @@ func TestCrashLoop(t *testing.T) {
 		{name: "fatal exit after writing failed is a stop with nothing done: the outcome rules decide",
 			job: newJob(1, runningStatus(store.StateRunning, 1), withStatus(func(s *trawlerv1.CrawlJobStatus) { s.Stopping = true })),
 			pod: crashingPod(0, 0, 17), redis: redis("failed", 0), limit: 5, wantState: store.StateCanceled},
+		{name: "a stopping crawl's fatal exit is no crash, even before Redis shows its failed status (issue 26)",
+			job: newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.Spec.Stopping = true }),
+			pod: crashingPod(0, 0, 17), redis: redis("running", 0), limit: 5, wantState: ""},
+		{name: "a stopping crawl's restarts without progress are no crash loop",
+			job: newJob(1, runningStatus(store.StateRunning, 1), withStatus(func(s *trawlerv1.CrawlJobStatus) { s.Stopping = true })),
+			pod: crashingPod(0, 7, 17), redis: redis("running", 0), limit: 5, wantState: ""},
 		{name: "four restarts without progress are tolerated", job: job(0), pod: crashingPod(0, 4, 1), redis: redis("running", 3),
 			limit: 5, wantState: "", baseline: 0},
 		{name: "the fifth restart without progress fails it", job: job(2), pod: crashingPod(0, 7, 1), redis: redis("running", 3),
@@ -77,13 +84,20 @@ func TestCrashLoop(t *testing.T) {
 			limit: 5, wantState: "", baseline: 1},
 		{name: "restarts are counted while Redis is away", job: job(0), pod: crashingPod(0, 5, 137),
 			limit: 5, wantReason: "restarted 5 times", wantState: store.StateFailed},
-		{name: "a limit of 0 never fails on restarts", job: job(0), pod: crashingPod(0, 50, 1), redis: redis("running", 3),
+		{name: "limits of 0 never fail on restarts", job: job(0), pod: crashingPod(0, 50, 1), redis: redis("running", 3),
 			limit: 0, wantState: ""},
+		{name: "restarts with a page done between each still end at the cap in all (issue 27)",
+			job: job(18), pod: crashingPod(0, 20, 1), redis: redis("running", 4), limit: 5, inAll: 20,
+			wantReason: "restarted 20 times in all", wantState: store.StateFailed, baseline: 20},
+		{name: "the cap in all holds for a stopping crawl too",
+			job: newJob(1, runningStatus(store.StateRunning, 1), withStatus(func(s *trawlerv1.CrawlJobStatus) { s.Stopping = true })),
+			pod: crashingPod(0, 20, 1), redis: redis("running", 0), limit: 5, inAll: 20,
+			wantReason: "restarted 20 times in all", wantState: store.StateFailed, baseline: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig()
-			cfg.CrashLoopRestarts = tt.limit
+			cfg.CrashLoopRestarts, cfg.MaxCrawlerRestarts = tt.limit, tt.inAll
 			o := observed{Now: t0.Add(time.Minute), Crawlers: map[int]*corev1.Pod{0: tt.pod},
 				RedisPod: redisPodIn(corev1.PodRunning), Redis: tt.redis, ConfigMapOK: true, OrgSlotFree: true,
 				PVCs: map[string]*corev1.PersistentVolumeClaim{}}
@@ -102,6 +116,49 @@ func TestCrashLoop(t *testing.T) {
 			}
 			wantPods(0)(t, p)
 		})
+	}
+}
+
+// The restarts in all count every restart once, across pods recreated
+// (a restart asked for, a scale change, an evicted pod) and pods gone.
+func TestCrawlerRestartsInAll(t *testing.T) {
+	// Pods 0 and 1 as the status last written saw them: 4 and 2 restarts,
+	// 9 in all (3 of pods gone before).
+	written := func(s *trawlerv1.CrawlJobStatus) {
+		s.CrawlerRestarts = 9
+		s.Pods = map[string]trawlerv1.PodStatus{"0": {Restarts: 4}, "1": {Restarts: 2}}
+	}
+	for _, tt := range []struct {
+		name string
+		pods map[int]*corev1.Pod
+		want int32
+	}{
+		{"nothing new", map[int]*corev1.Pod{0: crashingPod(0, 4, 1), 1: crashingPod(1, 2, 1)}, 9},
+		{"new restarts of both", map[int]*corev1.Pod{0: crashingPod(0, 6, 1), 1: crashingPod(1, 3, 1)}, 12},
+		{"pod 0 recreated: its count starts again, every restart of it is new", map[int]*corev1.Pod{0: crashingPod(0, 1, 1), 1: crashingPod(1, 2, 1)}, 10},
+		{"pod 1 gone: its restarts stay counted", map[int]*corev1.Pod{0: crashingPod(0, 4, 1)}, 9},
+		{"a pod not seen before: all its restarts", map[int]*corev1.Pod{0: crashingPod(0, 4, 1), 1: crashingPod(1, 2, 1), 2: crashingPod(2, 2, 1)}, 11},
+		{"no container status yet", map[int]*corev1.Pod{0: crawlerPodIn(0, corev1.PodPending)}, 9},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			job := newJob(2, runningStatus(store.StateRunning, 2), withStatus(written))
+			o := observed{Now: t0.Add(time.Minute), Crawlers: tt.pods, Redis: reachable("running", "running")}
+			if got := crashLoop(job.Status, o, testConfig(), false).Total; got != tt.want {
+				t.Errorf("restarts in all %d, want %d", got, tt.want)
+			}
+		})
+	}
+
+	// Written once with the pods' counts, the total is not counted again.
+	job := newJob(1, runningStatus(store.StateRunning, 1))
+	o := observed{Now: t0.Add(time.Minute), Crawlers: map[int]*corev1.Pod{0: crashingPod(0, 3, 1)},
+		RedisPod: redisPodIn(corev1.PodRunning), Redis: reachable("running"), ConfigMapOK: true, OrgSlotFree: true,
+		PVCs: map[string]*corev1.PersistentVolumeClaim{}}
+	for pass := range 3 {
+		job.Status = crawlStatus(job, decide(job, o, testConfig()), o)
+		if job.Status.CrawlerRestarts != 3 {
+			t.Fatalf("pass %d: restarts in all %d, want 3", pass, job.Status.CrawlerRestarts)
+		}
 	}
 }
 

@@ -124,13 +124,17 @@ func decide(cj *trawlerv1.CrawlJob, o observed, cfg Config) plan {
 
 	p.resolveScale(cj.Spec.ID, o, wanted)
 
-	reason, restartsAtProgress := crashLoop(st, o, cfg)
-	p.RestartsAtProgress = restartsAtProgress
+	// A crawl asked to stop ends by its crawlers' final statuses
+	// (running): one stopped before its first page writes "failed" and
+	// exits with the fatal code, which is its outcome, not a crash.
+	stopAsked := p.Stopping || cj.Spec.Stopping
+	crashes := crashLoop(st, o, cfg, stopAsked)
+	p.RestartsAtProgress, p.CrawlerRestarts = crashes.AtProgress, crashes.Total
 	switch {
-	case reason != "":
+	case crashes.Reason != "":
 		// The crawler pods stay until the reason and their last log lines
 		// are in the crawl's errors (teardown).
-		p.FailReason = reason
+		p.FailReason = crashes.Reason
 		p.move(transition{To: store.StateFailed, From: store.ActiveStates, Finished: true, Stats: redisStats(o.Redis)})
 	case !active:
 		p.WaitingReason = schedulingMessage(o.Crawlers)

@@ -177,6 +177,56 @@ func TestDecide(t *testing.T) {
 			at:   time.Minute,
 			pods: pods(corev1.PodRunning), redis: reachable("failed"),
 			checks: []check{wantTransition(store.StateCanceled)}},
+		{name: "stopped at once: a crawler's fatal exit waits for the statuses (issue 26)",
+			job:   newJob(2, runningStatus(store.StateRunning, 2), func(cj *trawlerv1.CrawlJob) { cj.Spec.Stopping = true }),
+			at:    time.Minute,
+			pods:  map[int]*corev1.Pod{0: crashingPod(0, 0, 17), 1: crawlerPodIn(1, corev1.PodRunning)},
+			redis: reachable("running", "running"),
+			checks: []check{wantTransition(""), wantPods(0, 1), func(t *testing.T, p plan) {
+				if p.FailReason != "" || !p.Control.Stopping {
+					t.Errorf("failReason %q, stopping %v", p.FailReason, p.Control.Stopping)
+				}
+			}}},
+		{name: "stopped at once: every crawler failed and exited with the fatal code, nothing done: canceled",
+			job:   newJob(2, runningStatus(store.StateRunning, 2), func(cj *trawlerv1.CrawlJob) { cj.Spec.Stopping = true }),
+			at:    time.Minute,
+			pods:  map[int]*corev1.Pod{0: crashingPod(0, 1, 17), 1: crashingPod(1, 0, 17)},
+			redis: reachable("failed", "failed"),
+			checks: []check{wantTransition(store.StateCanceled), func(t *testing.T, p plan) {
+				if p.FailReason != "" {
+					t.Errorf("failReason %q", p.FailReason)
+				}
+			}}},
+		{name: "stopped after pages: one done with its file, one failed: partial_complete",
+			job:  newJob(2, runningStatus(store.StateRunning, 2), func(cj *trawlerv1.CrawlJob) { cj.Spec.Stopping = true }),
+			at:   time.Minute,
+			pods: map[int]*corev1.Pod{0: crawlerPodIn(0, corev1.PodSucceeded), 1: crashingPod(1, 0, 17)},
+			redis: func() *redisState {
+				r := reachable("done", "failed")
+				r.PagesFound, r.PagesDone, r.FilesAdded = 40, 2, 1
+				return r
+			}(),
+			checks: []check{wantTransition(store.StatePartialComplete)}},
+		{name: "no stop: a fatal exit fails the crawl with the reason",
+			job: newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
+			pods: map[int]*corev1.Pod{0: crashingPod(0, 0, 17)}, redis: reachable("running"),
+			checks: []check{wantTransition(store.StateFailed), func(t *testing.T, p plan) {
+				if !strings.Contains(p.FailReason, "fatal code 17") {
+					t.Errorf("failReason %q", p.FailReason)
+				}
+			}}},
+		{name: "a crawl that got pages done between its crashes fails at the cap on restarts in all (issue 27)",
+			job: newJob(1, runningStatus(store.StateRunning, 1), withStatus(func(s *trawlerv1.CrawlJobStatus) {
+				s.PagesDone, s.CrawlerRestarts, s.RestartsAtProgress = 30, 19, 19
+				s.Pods = map[string]trawlerv1.PodStatus{"0": {Restarts: 19}}
+			})),
+			at: time.Minute, pods: map[int]*corev1.Pod{0: crashingPod(0, 20, 1)},
+			redis: func() *redisState { r := reachable("running"); r.PagesFound, r.PagesDone = 500, 31; return r }(),
+			checks: []check{wantTransition(store.StateFailed), wantPods(0), func(t *testing.T, p plan) {
+				if p.CrawlerRestarts != 20 || !strings.Contains(p.FailReason, "restarted 20 times in all") {
+					t.Errorf("restarts %d failReason %q", p.CrawlerRestarts, p.FailReason)
+				}
+			}}},
 		{name: "all failed: failed",
 			job: newJob(2, runningStatus(store.StateRunning, 2)), at: time.Minute,
 			pods: pods(corev1.PodRunning, corev1.PodRunning), redis: reachable("failed", "failed"),

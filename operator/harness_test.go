@@ -212,6 +212,9 @@ type crawlOpts struct {
 	limit  int
 	config string // crawl config JSON, overrides seed/limit
 	spec   func(*trawlerv1.CrawlJobSpec)
+	// workflow stores the crawl's workflow too, for tests of its
+	// last-crawl fields.
+	workflow bool
 }
 
 // startCrawl inserts the crawl document and launches its CrawlJob as the
@@ -230,6 +233,9 @@ func (h *harness) startCrawl(o crawlOpts) string {
 		o.config = fmt.Sprintf(`{"seeds":[{"url":%q}],"scopeType":"prefix","limit":%d}`, o.seed, o.limit)
 	}
 	cid := uuid.New()
+	if o.workflow {
+		h.addWorkflow(cid, o.seed)
+	}
 	crawl := &store.Crawl{ID: id, Type: store.TypeCrawl, OID: h.org, CID: cid, UserID: uuid.New(),
 		Started: time.Now().UTC(), State: store.StateStarting, Scale: int(o.scale), Manual: true}
 	if err := h.store.AddCrawl(ctx, crawl); err != nil {
@@ -246,6 +252,19 @@ func (h *harness) startCrawl(o crawlOpts) string {
 		h.t.Fatal(err)
 	}
 	return id
+}
+
+// addWorkflow stores workflow cid of the test's org.
+func (h *harness) addWorkflow(cid uuid.UUID, seed string) {
+	h.t.Helper()
+	name, user, now := "workflow "+cid.String()[:8], uuid.New(), time.Now().UTC()
+	wf := &store.CrawlConfig{ID: cid, OID: h.org, Name: &name, JobType: "custom",
+		Config: store.RawCrawlConfig{Seeds: []store.Seed{{URL: seed}}, ScopeType: "prefix"},
+		Tags:   []string{}, Scale: 1, AutoAddCollections: []uuid.UUID{},
+		Created: now, CreatedBy: user, Modified: now, ModifiedBy: user}
+	if err := h.store.CreateCrawlConfig(context.Background(), wf); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 func (h *harness) job(id string) (*trawlerv1.CrawlJob, error) {

@@ -53,6 +53,7 @@ func testConfig() Config {
 		StartingTimeout:         60 * time.Second,
 		StuckPodTimeout:         60 * time.Second,
 		CrashLoopRestarts:       5,
+		MaxCrawlerRestarts:      20,
 	}
 }
 

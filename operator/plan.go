@@ -44,6 +44,9 @@ type plan struct {
 	// RestartsAtProgress is the crawler containers' restart count when
 	// the crawl last got a page done (see crashLoop).
 	RestartsAtProgress int32
+	// CrawlerRestarts counts the crawler containers' restarts over the
+	// crawl's life (see crashLoop).
+	CrawlerRestarts int32
 	// WaitingReason tells users why the crawl waits, "" when it does not.
 	WaitingReason string
 	// RunningSince is when the crawl first had an active crawler and a
@@ -79,7 +82,8 @@ type progress struct {
 // the facts as they are.
 func newPlan(st trawlerv1.CrawlJobStatus) plan {
 	p := plan{Reaches: st.State, Scale: st.Scale, RestartsAtProgress: st.RestartsAtProgress,
-		WaitingReason: st.WaitingReason, RunningSince: st.RunningSince, Stopping: st.Stopping}
+		CrawlerRestarts: st.CrawlerRestarts, WaitingReason: st.WaitingReason, RunningSince: st.RunningSince,
+		Stopping: st.Stopping}
 	if p.Reaches == "" {
 		p.Reaches = store.StateStarting
 	}

@@ -33,7 +33,7 @@ func crawlStatus(cj *trawlerv1.CrawlJob, p plan, o observed) trawlerv1.CrawlJobS
 	setSpecCondition(&st, p.Problems, o.Now)
 
 	// decide's facts.
-	st.Scale, st.RestartsAtProgress = p.Scale, p.RestartsAtProgress
+	st.Scale, st.RestartsAtProgress, st.CrawlerRestarts = p.Scale, p.RestartsAtProgress, p.CrawlerRestarts
 	st.WaitingReason, st.RunningSince, st.Stopping = p.WaitingReason, p.RunningSince.DeepCopy(), p.Stopping
 	if p.RestartRecorded {
 		st.RestartTime = cj.Spec.RestartTime

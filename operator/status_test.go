@@ -2,6 +2,7 @@ package operator
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,6 +110,9 @@ func TestNeedsStatusUpdate(t *testing.T) {
 		{"restart recorded", func(s *trawlerv1.CrawlJobStatus) { s.RestartTime = "2026-11-30T12:00:30Z" }, stateUpdate},
 		{"stopping", func(s *trawlerv1.CrawlJobStatus) { s.Stopping = true }, stateUpdate},
 		{"scale", func(s *trawlerv1.CrawlJobStatus) { s.Scale = 2 }, stateUpdate},
+		// Written at once, with the pods' restart counts it was counted
+		// from (see restartsSince).
+		{"restarts in all", func(s *trawlerv1.CrawlJobStatus) { s.CrawlerRestarts = 1 }, stateUpdate},
 		{"finished", func(s *trawlerv1.CrawlJobStatus) { s.Finished = mtime(t0) }, stateUpdate},
 		{"a condition", func(s *trawlerv1.CrawlJobStatus) { s.Conditions[0].Status = metav1.ConditionFalse }, stateUpdate},
 		{"the spec generation seen", func(s *trawlerv1.CrawlJobStatus) { s.ObservedGeneration = 2 }, stateUpdate},
@@ -183,13 +187,13 @@ func TestCrawlStatus(t *testing.T) {
 				}
 			}},
 		{name: "decide's facts are recorded",
-			job: newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.Scale, s.RestartsAtProgress = 1, 4 })),
+			job: newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.Scale, s.RestartsAtProgress, s.CrawlerRestarts = 1, 4, 4 })),
 			plan: func(p *plan) {
-				p.Scale, p.RestartsAtProgress, p.Stopping = 3, 0, true
+				p.Scale, p.RestartsAtProgress, p.CrawlerRestarts, p.Stopping = 3, 0, 6, true
 				p.WaitingReason, p.RunningSince = "waiting for redis", mtime(t0)
 			},
 			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
-				if st.Scale != 3 || st.RestartsAtProgress != 0 || !st.Stopping || st.WaitingReason != "waiting for redis" ||
+				if st.Scale != 3 || st.RestartsAtProgress != 0 || st.CrawlerRestarts != 6 || !st.Stopping || st.WaitingReason != "waiting for redis" ||
 					st.RunningSince == nil || !st.RunningSince.Time.Equal(t0) {
 					t.Errorf("status %+v", st)
 				}
@@ -293,6 +297,39 @@ func TestCrawlStatus(t *testing.T) {
 			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
 				if st.State != store.StateFailed || st.FailReason == "" {
 					t.Errorf("state %s failReason %q", st.State, st.FailReason)
+				}
+			}},
+		{name: "a stop that ends canceled by the outcome rule: no fail reason, the pods may go",
+			job: newJob(1, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) { cj.Spec.Stopping = true }),
+			plan: func(p *plan) {
+				p.Stopping = true
+				p.Transitions = []transition{{To: store.StateCanceled, From: store.ActiveStates, Finished: true,
+					Stats: &store.CrawlStats{Found: 0, Done: 0}}}
+			},
+			o: func(o *observed) {
+				o.Answers = []transitionResult{{Changed: true, State: store.StateCanceled, Finished: ptr(now)}}
+			},
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if st.State != store.StateCanceled || st.Finished == nil || !st.Stopping || st.FailReason != "" {
+					t.Errorf("state %s finished %v stopping %v failReason %q", st.State, st.Finished, st.Stopping, st.FailReason)
+				}
+				if failureUnreported(st, observed{}) {
+					t.Error("pods kept for a failure report")
+				}
+			}},
+		{name: "the restart cap's failure made: its reason and the count kept",
+			job: running,
+			plan: func(p *plan) {
+				p.CrawlerRestarts = 20
+				p.FailReason = "crawler containers restarted 20 times in all, the most operator.max_crawler_restarts allows; the crawl keeps crashing"
+				p.Transitions = []transition{failed}
+			},
+			o: func(o *observed) {
+				o.Answers = []transitionResult{{Changed: true, State: store.StateFailed, Finished: ptr(now)}}
+			},
+			check: func(t *testing.T, st trawlerv1.CrawlJobStatus) {
+				if st.State != store.StateFailed || st.CrawlerRestarts != 20 || !strings.Contains(st.FailReason, "20 times in all") {
+					t.Errorf("state %s restarts %d failReason %q", st.State, st.CrawlerRestarts, st.FailReason)
 				}
 			}},
 		{name: "the operator's failure refused: no reason",

@@ -135,9 +135,15 @@ type CrawlJobStatus struct {
 	// crawlers that restart operator.crash_loop_restarts times beyond it
 	// are getting nowhere, and the operator fails the crawl.
 	RestartsAtProgress int32 `json:"restartsAtProgress,omitempty"`
+	// CrawlerRestarts counts every crawler container restart over the
+	// crawl's life, those of pods since recreated included: when it
+	// reaches operator.max_crawler_restarts the operator fails the crawl,
+	// however many pages got done in between.
+	CrawlerRestarts int32 `json:"crawlerRestarts,omitempty"`
 	// FailReason says why the operator failed the crawl itself (a crawler
-	// exited with the crawler's fatal code, or crash-looped); it goes into
-	// the crawl's errors with the crawler pods' last log lines.
+	// exited with the crawler's fatal code, crash-looped, or restarted too
+	// often in all); it goes into the crawl's errors with the crawler
+	// pods' last log lines.
 	FailReason string `json:"failReason,omitempty"`
 	// Pods describes each child pod by name ("redis", "0", "1", ...).
 	Pods map[string]PodStatus `json:"pods,omitempty"`
