@@ -58,7 +58,7 @@ var settings = []setting{
 	{"operator.redis_timeout", 2 * time.Second, "timeout of each call to a crawl's Redis"},
 	{"operator.metrics_interval", 30 * time.Second, "how often pod usage is read from metrics.k8s.io when the cluster serves it (0 = never)"},
 	{"operator.log_failed_crawl_lines", 0, "log this many last lines of each pod of a failed crawl (0 = off)"},
-	{"operator.crash_loop_restarts", 5, "fail a crawl whose crawler containers restarted this many times without a page done (0 = never); a crawler exiting with its fatal code 17 fails the crawl at once"},
+	{"operator.crash_loop_restarts", 5, "fail a crawl whose crawler containers restarted this many times without a page done (0 = never); a crawler exiting with its fatal code 17 fails the crawl at once, unless the crawl was asked to stop"},
 	{"operator.max_crawler_restarts", 20, "fail a crawl once its crawler containers have restarted this many times in all, pages done in between or not, stopping or not, so a crawler that crashes after every page or two cannot run for hours (0 = never)"},
 	{"operator.redis_unreachable_grace", 10 * time.Second, "how long a running crawl's Redis may be unreachable before the crawl shows waiting_capacity"},
 	{"operator.starting_timeout", 60 * time.Second, "how long a crawl may wait for a running crawler before it shows waiting_capacity (without its config it fails then)"},
