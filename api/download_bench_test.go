@@ -1,19 +1,17 @@
 package api
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/trawlerhq/trawler/sandbox/rsstest"
 )
 
 const (
@@ -51,8 +49,8 @@ func BenchmarkCollectionDownload(b *testing.B) {
 		b.StopTimer()
 		runtime.GC()
 		debug.FreeOSMemory()
-		idle := procStatus(b, "VmRSS")
-		resetPeakRSS(b)
+		idle := rsstest.RSS(b)
+		rsstest.ResetPeak(b)
 		b.StartTimer()
 		start := time.Now()
 		n := getBody(b, url, e.tokens[asViewer])
@@ -61,7 +59,7 @@ func BenchmarkCollectionDownload(b *testing.B) {
 		if n < benchDownloadCrawls*benchDownloadSize {
 			b.Fatalf("downloaded %d bytes", n)
 		}
-		above := procStatus(b, "VmHWM") - idle
+		above := rsstest.Peak(b) - idle
 		b.ReportMetric(float64(n)/(1<<20)/took.Seconds(), "MiB/s")
 		b.ReportMetric(float64(above)/(1<<20), "peak-RSS-above-idle-MiB")
 		b.ReportMetric(float64(idle)/(1<<20), "idle-RSS-MiB")
@@ -89,32 +87,4 @@ func getBody(b *testing.B, url, token string) int64 {
 		b.Fatal(err)
 	}
 	return n
-}
-
-// procStatus reads a size field (kB) of /proc/self/status, in bytes.
-func procStatus(b *testing.B, field string) int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		b.Skipf("no /proc: %v", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	b.Fatalf("no %s in /proc/self/status", field)
-	return 0
-}
-
-// resetPeakRSS starts VmHWM over from the current RSS (Linux 4.0+).
-func resetPeakRSS(b *testing.B) {
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		b.Skipf("cannot reset the peak RSS: %v", err)
-	}
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/trawlerhq/trawler/sandbox/rsstest"
 )
 
 // BenchmarkItemDownload20Files downloads one crawl of 20 WACZ files of
@@ -36,15 +38,15 @@ func BenchmarkItemDownload20Files(b *testing.B) {
 		b.StopTimer()
 		runtime.GC()
 		debug.FreeOSMemory()
-		idle := procStatus(b, "VmRSS")
-		resetPeakRSS(b)
+		idle := rsstest.RSS(b)
+		rsstest.ResetPeak(b)
 		b.StartTimer()
 		n := getBody(b, url, e.tokens[asViewer])
 		b.StopTimer()
 		if n < total {
 			b.Fatalf("downloaded %d bytes of %d", n, total)
 		}
-		above := procStatus(b, "VmHWM") - idle
+		above := rsstest.Peak(b) - idle
 		b.ReportMetric(float64(above)/(1<<20), "peak-RSS-above-idle-MiB")
 		b.ReportMetric(float64(idle)/(1<<20), "idle-RSS-MiB")
 		if above > benchDownloadRSS {

@@ -1,7 +1,6 @@
 package s3_test
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/s3"
+	"github.com/trawlerhq/trawler/sandbox/rsstest"
 )
 
 const (
@@ -78,13 +78,13 @@ func BenchmarkAccessProxy1GiB(b *testing.B) {
 			b.StopTimer()
 			runtime.GC()
 			debug.FreeOSMemory()
-			idle := procStatus(b, "VmRSS")
-			resetPeakRSS(b)
+			idle := rsstest.RSS(b)
+			rsstest.ResetPeak(b)
 			b.StartTimer()
 			cpu0 = cpuTime(b)
 			bestProxy = max(bestProxy, download(b, client, proxied))
 			cpuProxy = min(cpuProxy, cpuTime(b)-cpu0)
-			peak = max(peak, procStatus(b, "VmHWM")-idle)
+			peak = max(peak, rsstest.Peak(b)-idle)
 		}
 		b.StopTimer()
 		ratio := bestProxy / bestDirect
@@ -157,34 +157,4 @@ func (pattern) Read(p []byte) (int, error) {
 		p[i] = 'a' + byte(i%26)
 	}
 	return len(p), nil
-}
-
-// procStatus reads a size field (kB) of /proc/self/status, in bytes.
-func procStatus(b *testing.B, field string) int64 {
-	b.Helper()
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		b.Skipf("no /proc: %v", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	b.Fatalf("no %s in /proc/self/status", field)
-	return 0
-}
-
-// resetPeakRSS starts VmHWM over from the current RSS (Linux 4.0+).
-func resetPeakRSS(b *testing.B) {
-	b.Helper()
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		b.Skipf("cannot reset the peak RSS: %v", err)
-	}
 }
