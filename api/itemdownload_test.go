@@ -186,8 +186,9 @@ func TestItemDownloadRefusals(t *testing.T) {
 }
 
 // TestItemDownloadStorageDown: with the S3 server down, a download is a
-// 503 JSON error (not a 500, nor a broken zip), and works again once the
-// server is back.
+// 503 JSON error (not a 500, nor a broken zip, nor the file's headers:
+// the length is the error's own), and works again once the server is
+// back.
 func TestItemDownloadStorageDown(t *testing.T) {
 	own, err := sandbox.StartS3(t.Context(), t.TempDir())
 	if errors.Is(err, sandbox.ErrBinaryMissing) {
@@ -205,7 +206,7 @@ func TestItemDownloadStorageDown(t *testing.T) {
 	for _, q := range []string{"", "?preferSingleWACZ=true"} {
 		r := e.doRaw(asViewer, "GET", e.orgPath("/crawls/"+id+"/download"+q), nil)
 		if r.Code != 503 || !strings.HasPrefix(r.Header().Get("Content-Type"), "application/json") ||
-			r.Header().Get("Content-Disposition") != "" || r.Header().Get("Content-Length") != "" ||
+			r.Header().Get("Content-Disposition") != "" || r.Header().Get("Content-Length") != strconv.Itoa(r.Body.Len()) ||
 			strings.TrimSpace(r.Body.String()) != `{"detail":"download_failed"}` {
 			t.Fatalf("storage down%s: %d %v %s", q, r.Code, r.Header(), r.Body)
 		}
