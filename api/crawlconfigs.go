@@ -117,6 +117,9 @@ func (s *Server) createCrawlConfig(c echo.Context) error {
 	if err := in.validate(s.cfg.MaxCrawlScale); err != nil {
 		return err
 	}
+	if err := s.internalSeeds(in.Config, "body", "config"); err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	org, user := currentOrg(c), currentUser(c)
 	wf := toStoreCrawlConfig(&in, org.ID, user.ID, s.now())
@@ -164,6 +167,11 @@ func (s *Server) updateCrawlConfig(c echo.Context) error {
 	}
 	if err := in.validate(s.cfg.MaxCrawlScale); err != nil {
 		return err
+	}
+	if in.Config.given() {
+		if err := s.internalSeeds(&in.Config.Value, "body", "config"); err != nil {
+			return err
+		}
 	}
 	if in.ProfileID.given() {
 		if _, err := s.resolveProfile(c.Request().Context(), currentOrg(c), in.ProfileID.Value); err != nil {

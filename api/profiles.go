@@ -68,6 +68,9 @@ func (s *Server) createBrowser(c echo.Context) error {
 	if err := in.validate(); err != nil {
 		return err
 	}
+	if err := s.internalBrowserURL(*in.URL); err != nil {
+		return err
+	}
 	ctx, org, user := c.Request().Context(), currentOrg(c), currentUser(c)
 	storageName, storagePath := s.orgStorage(org)
 	spec := trawlerv1.ProfileJobSpec{ID: "prf-" + randomHex(5), UserID: user.ID.String(), OID: org.ID.String(),
@@ -123,6 +126,9 @@ func (s *Server) navigateBrowser(c echo.Context) error {
 		return err
 	}
 	if err := in.validate(); err != nil {
+		return err
+	}
+	if err := s.internalBrowserURL(*in.URL); err != nil {
 		return err
 	}
 	if err := s.browserPods.navigate(c.Request().Context(), pj.Spec.ID, *in.URL); err != nil {

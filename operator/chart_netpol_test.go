@@ -219,12 +219,18 @@ crawler_network_policy_additional_egress:
 	if !s3 {
 		t.Error("no egress rule reaches the bundled S3 server's pod on its port")
 	}
+	// The API's allow-list comes with the chart too, as trawler's setting.
+	out, err := helmTemplate(t, `crawler_allowed_internal_cidrs: "10.1.0.0/16, fd00::1"`)
+	if err != nil || !strings.Contains(string(out), `TRAWLER_CRAWLER_ALLOWED_INTERNAL_CIDRS: "10.1.0.0/16, fd00::1"`) {
+		t.Errorf("crawler_allowed_internal_cidrs does not reach trawler's ConfigMap: %v", err)
+	}
 	for _, bad := range []string{
 		`crawler_network_policy_additional_egress: "10.0.0.0/8"`,
 		`crawler_network_policy_additional_egress: [{to: "10.0.0.0/8"}]`,
 		`crawler_network_policy_additional_egress: [{ipBlock: {cidr: 10.0.0.0/8}}]`,
 		`crawler_network_policy_denied_cidrs: "10.0.0.0/8"`,
 		`crawler_enable_network_policy: "yes"`,
+		`crawler_allowed_internal_cidrs: [10.0.0.0/8]`,
 	} {
 		if out, err := helmTemplate(t, bad); err == nil || !strings.Contains(string(out), "schema") {
 			t.Errorf("values %s: helm template err %v, want a schema error\n%s", bad, err, out)
