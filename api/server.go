@@ -11,10 +11,10 @@
 // vocabulary), k8s (CrawlJob and ProfileJob types, launch requests and
 // naming rules), s3 (object storage), crawlredis (a running crawl's
 // Redis), jsregex (the crawler's regex rules) and netpolicy (which
-// addresses are internal). It reads running
-// crawls' Redis and calls profile browser pods itself; the store, the
-// launchers, object storage, the mailer and the webhook notifier it takes
-// through the interfaces in deps.go, which main fills.
+// addresses are internal). It reads running crawls' Redis and calls
+// profile browser pods itself; the store, the launchers, object storage,
+// the mailer and the webhook notifier it takes through the interfaces in
+// deps.go, which main fills.
 package api
 
 import (

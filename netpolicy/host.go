@@ -1,7 +1,6 @@
 package netpolicy
 
 import (
-	"math"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -59,9 +58,6 @@ func parseIPv4(host string) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	v |= last
-	if v > math.MaxUint32 {
-		return netip.Addr{}, false
-	}
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
 }
 
