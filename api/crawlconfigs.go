@@ -114,10 +114,7 @@ func (s *Server) createCrawlConfig(c echo.Context) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	if err := in.validate(s.cfg.MaxCrawlScale); err != nil {
-		return err
-	}
-	if err := s.internalSeeds(in.Config, "body", "config"); err != nil {
+	if err := in.validate(s.cfg.MaxCrawlScale, s.cfg.AllowedInternal); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -165,13 +162,8 @@ func (s *Server) updateCrawlConfig(c echo.Context) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	if err := in.validate(s.cfg.MaxCrawlScale); err != nil {
+	if err := in.validate(s.cfg.MaxCrawlScale, s.cfg.AllowedInternal); err != nil {
 		return err
-	}
-	if in.Config.given() {
-		if err := s.internalSeeds(&in.Config.Value, "body", "config"); err != nil {
-			return err
-		}
 	}
 	if in.ProfileID.given() {
 		if _, err := s.resolveProfile(c.Request().Context(), currentOrg(c), in.ProfileID.Value); err != nil {

@@ -35,6 +35,11 @@ func TestSeedsAtInternalAddressesRefused(t *testing.T) {
 	sitemap := map[string]any{"seeds": []any{map[string]any{"url": "https://example.com/", "sitemap": "http://169.254.169.254/s.xml"}}}
 	e.want422(e.do(asCrawler, "PATCH", e.orgPath("/crawlconfigs/"+cid), map[string]any{"config": sitemap}),
 		`"loc":["body","config","seeds",0,"sitemap"]`, internalMsg)
+	// One 422 lists every problem of a body, the address among them.
+	both := map[string]any{"name": "two", "scale": 0, "config": map[string]any{"seeds": []any{map[string]any{"url": "http://10.0.0.5/"}}}}
+	r := e.do(asCrawler, "POST", e.orgPath("/crawlconfigs/"), both)
+	e.want422(r, `"loc":["body","scale"]`, internalMsg)
+	e.want422(r, `"loc":["body","config","seeds",0,"url"]`, "")
 	if n := e.workflowCount(); n != before+1 {
 		t.Errorf("%d workflows, want only the public one", n-before)
 	}
