@@ -114,7 +114,7 @@ func (s *Server) createCrawlConfig(c echo.Context) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	if err := in.validate(s.cfg.MaxCrawlScale); err != nil {
+	if err := in.validate(s.cfg.MaxCrawlScale, s.cfg.AllowedInternal); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -162,7 +162,7 @@ func (s *Server) updateCrawlConfig(c echo.Context) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	if err := in.validate(s.cfg.MaxCrawlScale); err != nil {
+	if err := in.validate(s.cfg.MaxCrawlScale, s.cfg.AllowedInternal); err != nil {
 		return err
 	}
 	if in.ProfileID.given() {

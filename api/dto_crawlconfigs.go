@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/robfig/cron/v3"
 
+	"github.com/trawlerhq/trawler/netpolicy"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -31,8 +32,8 @@ type crawlConfigIn struct {
 }
 
 // validate checks in against upstream's model and trawler's bounds;
-// maxScale bounds scale.
-func (in *crawlConfigIn) validate(maxScale int) error {
+// maxScale bounds scale, allowed are the internal ranges seeds may name.
+func (in *crawlConfigIn) validate(maxScale int, allowed netpolicy.AllowList) error {
 	var v validator
 	if in.Name == nil {
 		v.missing("body", "name")
@@ -40,7 +41,7 @@ func (in *crawlConfigIn) validate(maxScale int) error {
 	if in.Config == nil {
 		v.missing("body", "config")
 	} else {
-		in.Config.validate(&v, "body", "config")
+		in.Config.validate(&v, allowed, "body", "config")
 	}
 	validateMetadata(&v, in.Name, in.Description, in.Tags)
 	validateWorkflowSettings(&v, workflowSettings{schedule: in.Schedule, jobType: in.JobType, scale: in.Scale,
@@ -187,10 +188,10 @@ type crawlConfigUpdateIn struct {
 	Config                opt[rawConfigIn] `json:"config"`
 }
 
-func (in *crawlConfigUpdateIn) validate(maxScale int) error {
+func (in *crawlConfigUpdateIn) validate(maxScale int, allowed netpolicy.AllowList) error {
 	var v validator
 	if in.Config.given() {
-		in.Config.Value.validate(&v, "body", "config")
+		in.Config.Value.validate(&v, allowed, "body", "config")
 	}
 	validateMetadata(&v, in.Name.ptr(), in.Description.ptr(), in.Tags.Value)
 	validateWorkflowSettings(&v, workflowSettings{schedule: in.Schedule.ptr(), scale: in.Scale.ptr(),

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/trawlerhq/trawler/netpolicy"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -32,12 +33,13 @@ type browserIn struct {
 	ProfileID *string `json:"profileId"`
 }
 
-func (in *browserIn) validate() error {
+// validate checks in; allowed are the internal ranges the URL may name.
+func (in *browserIn) validate(allowed netpolicy.AllowList) error {
 	var v validator
 	if in.URL == nil {
 		v.missing("body", "url")
-	} else {
-		validateHTTPURL(&v, *in.URL, "body", "url")
+	} else if validateHTTPURL(&v, *in.URL, "body", "url") {
+		v.internalHost(*in.URL, allowed, "body", "url")
 	}
 	if in.ProfileID != nil {
 		validateUUID4(&v, *in.ProfileID, "body", "profileId")
@@ -50,26 +52,29 @@ type urlIn struct {
 	URL *string `json:"url"`
 }
 
-func (in *urlIn) validate() error {
+// validate checks in; allowed are the internal ranges the URL may name.
+func (in *urlIn) validate(allowed netpolicy.AllowList) error {
 	var v validator
 	if in.URL == nil {
 		v.missing("body", "url")
-	} else {
-		validateHTTPURL(&v, *in.URL, "body", "url")
+	} else if validateHTTPURL(&v, *in.URL, "body", "url") {
+		v.internalHost(*in.URL, allowed, "body", "url")
 	}
 	return v.err()
 }
 
 // validateHTTPURL checks pydantic v1's HttpUrl (see validHTTPURL) and
-// the length of a URL.
-func validateHTTPURL(v *validator, s string, loc ...any) {
+// the length of a URL, and reports whether it passed.
+func validateHTTPURL(v *validator, s string, loc ...any) bool {
 	if utf8.RuneCountInString(s) > maxURLLen {
 		v.maxLen(s, maxURLLen, loc...)
-		return
+		return false
 	}
 	if !validHTTPURL(s) {
 		v.add("invalid or missing URL scheme, or host without a top-level domain", "value_error.url", loc...)
+		return false
 	}
+	return true
 }
 
 // validateUUID4 checks a UUID of version 4, as pydantic's UUID4.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/trawlerhq/trawler/netpolicy"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -104,8 +105,9 @@ type rawConfigIn struct {
 
 // validate checks the config; loc is its path in the body. Regexes are
 // checked with the crawler's own rules (JavaScript), so a config the
-// crawler would exit on is refused here.
-func (in *rawConfigIn) validate(v *validator, loc ...any) {
+// crawler would exit on is refused here; so are seeds at internal
+// addresses outside allowed.
+func (in *rawConfigIn) validate(v *validator, allowed netpolicy.AllowList, loc ...any) {
 	if in.Seeds == nil {
 		v.missing(at(loc, "seeds")...)
 	}
@@ -119,6 +121,8 @@ func (in *rawConfigIn) validate(v *validator, loc ...any) {
 			v.maxLen(*sd.URL, maxURLLen, at(sl, "url")...)
 		case !isHTTPURL(*sd.URL):
 			v.add("invalid or missing URL scheme", "value_error.url.scheme", at(sl, "url")...)
+		default:
+			v.internalHost(*sd.URL, allowed, at(sl, "url")...)
 		}
 		if sd.ScopeType != nil {
 			v.oneOf(*sd.ScopeType, scopeTypes, at(sl, "scopeType")...)
@@ -127,6 +131,7 @@ func (in *rawConfigIn) validate(v *validator, loc ...any) {
 		v.patterns(sd.Exclude.Values, at(sl, "exclude")...)
 		if s, ok := sd.Sitemap.url(); ok {
 			v.maxLen(s, maxURLLen, at(sl, "sitemap")...)
+			v.internalHost(s, allowed, at(sl, "sitemap")...)
 		}
 		v.nonNegative(sd.ExtraHops, at(sl, "extraHops")...)
 		v.atLeast(sd.Depth, -1, at(sl, "depth")...)

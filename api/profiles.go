@@ -65,7 +65,7 @@ func (s *Server) createBrowser(c echo.Context) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	if err := in.validate(); err != nil {
+	if err := in.validate(s.cfg.AllowedInternal); err != nil {
 		return err
 	}
 	ctx, org, user := c.Request().Context(), currentOrg(c), currentUser(c)
@@ -122,7 +122,7 @@ func (s *Server) navigateBrowser(c echo.Context) error {
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
-	if err := in.validate(); err != nil {
+	if err := in.validate(s.cfg.AllowedInternal); err != nil {
 		return err
 	}
 	if err := s.browserPods.navigate(c.Request().Context(), pj.Spec.ID, *in.URL); err != nil {

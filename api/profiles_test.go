@@ -46,7 +46,9 @@ func TestProfileBrowser(t *testing.T) {
 	}
 	e.wantDetail(e.do(asCrawler, "POST", browsers, map[string]any{"url": "https://example.com/", "profileId": uuid.NewString()}),
 		400, "invalid_base_profile")
-	e.launchBrowser(asCrawler, map[string]any{"url": "http://127.0.0.1:8080/x"})
+	// An IP literal needs no top-level domain (pydantic's HttpUrl); internal
+	// ones are refused in internalurls_test.go.
+	e.launchBrowser(asCrawler, map[string]any{"url": "http://93.184.215.14:8080/x"})
 
 	id := e.launchBrowser(asCrawler, map[string]any{"url": "https://example.com/login"})
 	pj := e.browsers.job(id)

@@ -10,10 +10,11 @@
 // Of trawler it imports store (the database's types and error
 // vocabulary), k8s (CrawlJob and ProfileJob types, launch requests and
 // naming rules), s3 (object storage), crawlredis (a running crawl's
-// Redis) and jsregex (the crawler's regex rules). It reads running
-// crawls' Redis and calls profile browser pods itself; the store, the
-// launchers, object storage, the mailer and the webhook notifier it takes
-// through the interfaces in deps.go, which main fills.
+// Redis), jsregex (the crawler's regex rules) and netpolicy (which
+// addresses are internal). It reads running crawls' Redis and calls
+// profile browser pods itself; the store, the launchers, object storage,
+// the mailer and the webhook notifier it takes through the interfaces in
+// deps.go, which main fills.
 package api
 
 import (
@@ -32,6 +33,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"k8s.io/utils/clock"
+
+	"github.com/trawlerhq/trawler/netpolicy"
 )
 
 // Config holds the API's settings. main fills it from the settings table
@@ -103,6 +106,10 @@ type Config struct {
 	// (ParseTrustedProxies); without any, the client address is the
 	// connection's peer.
 	TrustedProxies []netip.Prefix
+	// AllowedInternal are the internal ranges crawl seeds and
+	// profile-browser URLs may name (crawler.allowed_internal_cidrs);
+	// other internal IP literals get 422 (internalurls.go).
+	AllowedInternal netpolicy.AllowList
 	// PasswordHashConcurrency is how many bcrypt hashes or checks may run
 	// at once (0: half the CPUs, at least one).
 	PasswordHashConcurrency int

@@ -127,6 +127,7 @@ var settings = []setting{
 	{"crawler.node_type", "", "preferred nodeType label value for crawler pods"},
 	{"crawler.socks_proxy_host", "", "SOCKS5 proxy for crawler and profile browsers (SOCKS_HOST); empty = none"},
 	{"crawler.socks_proxy_port", 0, "port of the SOCKS5 proxy (SOCKS_PORT); 0 = 9050"},
+	{"crawler.allowed_internal_cidrs", "", "comma-separated CIDR ranges or addresses of internal hosts that crawl seeds and profile-browser URLs may name on purpose (docs/security.md); empty = none: loopback, link-local, private, CGNAT, multicast and unspecified addresses get 422"},
 	{"crawler.volume_storage_class", "", "storage class of crawler and Redis PVCs"},
 	{"crawler.extra_args", "", "appended to the crawlers' CRAWL_ARGS (the chart's crawler_extra_args; trawler dev honours it, e.g. --sim.pageMs 500)"},
 

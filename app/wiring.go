@@ -16,6 +16,7 @@ import (
 	"github.com/trawlerhq/trawler/api"
 	"github.com/trawlerhq/trawler/email"
 	"github.com/trawlerhq/trawler/k8s"
+	"github.com/trawlerhq/trawler/netpolicy"
 	"github.com/trawlerhq/trawler/operator"
 	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/webhook"
@@ -36,6 +37,10 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 	trusted, err := api.ParseTrustedProxies(v.GetString("api.trusted_proxies"))
 	if err != nil {
 		return api.Config{}, fmt.Errorf("api.trusted_proxies: %w", err)
+	}
+	allowed, err := netpolicy.ParseAllowList(v.GetString("crawler.allowed_internal_cidrs"))
+	if err != nil {
+		return api.Config{}, fmt.Errorf("crawler.allowed_internal_cidrs: %w", err)
 	}
 	secret := []byte(v.GetString("api.jwt_secret"))
 	if len(secret) == 0 {
@@ -72,6 +77,7 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 		LoginFailureWindow:         v.GetDuration("api.login_failure_window"),
 		LoginAccountMaxDelay:       v.GetDuration("api.login_account_max_delay"),
 		TrustedProxies:             trusted,
+		AllowedInternal:            allowed,
 		PasswordHashConcurrency:    v.GetInt("api.password_hash_concurrency"),
 		Version:                    Version,
 		Logger:                     logger,

@@ -46,7 +46,8 @@ func TestDefaultsFillEveryConfig(t *testing.T) {
 	}
 	// Fields whose zero value is a valid default, or that no setting maps.
 	zeroOK := map[string]bool{"MaxPagesPerCrawl": true, "RegistrationEnabled": true,
-		"AppOrigin": true, "PasswordHashConcurrency": true, "TrustedProxies": true}
+		"AppOrigin": true, "PasswordHashConcurrency": true, "TrustedProxies": true,
+		"AllowedInternal": true}
 	rv := reflect.ValueOf(apiCfg)
 	for i := range rv.NumField() {
 		if name := rv.Type().Field(i).Name; !zeroOK[name] && rv.Field(i).IsZero() {
@@ -94,6 +95,33 @@ func TestEventSettingsChecked(t *testing.T) {
 		}
 		if _, err := apiConfig(v, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=%s: %v, want an error naming the setting", name, value, err)
+		}
+	}
+}
+
+// TestAllowedInternalCIDRs: the allow-list reaches the API, and a value
+// that is not a list of ranges stops the start rather than allowing
+// nothing (or everything) in silence.
+func TestAllowedInternalCIDRs(t *testing.T) {
+	for value, wantErr := range map[string]bool{"10.0.0.0/8, fd00::1": false, "10.0.0.0/8, intranet": true} {
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		BindConfigFlags(fs)
+		if err := fs.Parse([]string{"--crawler.allowed_internal_cidrs=" + value}); err != nil {
+			t.Fatal(err)
+		}
+		v, err := LoadConfig("", fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := apiConfig(v, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if wantErr {
+			if err == nil || !strings.Contains(err.Error(), "crawler.allowed_internal_cidrs") {
+				t.Errorf("%q: err %v, want one naming the setting", value, err)
+			}
+			continue
+		}
+		if err != nil || len(c.AllowedInternal) != 2 || c.AllowedInternal[0].String() != "10.0.0.0/8" {
+			t.Errorf("%q: %v, %v", value, c.AllowedInternal, err)
 		}
 	}
 }

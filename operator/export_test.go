@@ -41,6 +41,10 @@ func NewCrawlChildren(cj *trawlerv1.CrawlJob, cfg Config) ([]*corev1.PersistentV
 	return byName(ch.PVCs), byName(ch.Pods)
 }
 
+// BrowserPod is the profile browser pod the operator creates for pj, so
+// the chart's egress policy can be checked against its labels.
+func BrowserPod(pj *trawlerv1.ProfileJob, cfg Config) *corev1.Pod { return browserPod(pj, cfg) }
+
 // FirstStatus is the status the operator writes in its first pass over a
 // new CrawlJob whose config map exists, for a benchmark that writes it
 // without the operator.

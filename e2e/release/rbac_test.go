@@ -216,6 +216,7 @@ func (r *releaseEnv) checkUninstalled(t *testing.T) {
 		{gvr("rbac.authorization.k8s.io", "v1", "clusterrolebindings"), "", release},
 		{gvr("scheduling.k8s.io", "v1", "priorityclasses"), "", release},
 		{gvr("policy", "v1", "poddisruptionbudgets"), "", release},
+		{gvr("networking.k8s.io", "v1", "networkpolicies"), "", release},
 	} {
 		list, err := meta.Resource(l.resource).Namespace(l.namespace).List(ctx, metav1.ListOptions{LabelSelector: l.selector})
 		if err != nil {
