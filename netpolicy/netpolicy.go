@@ -1,8 +1,10 @@
 // Package netpolicy tells internal network addresses from public ones, for
-// every place trawler checks where a user-given URL leads: crawl seeds and
-// profile-browser URLs. An address is internal when it belongs to this
-// host, this network or the cluster rather than to the public web; an
-// operator's allow-list lets chosen internal ranges through.
+// every place trawler checks where a user-given URL leads: crawl seeds,
+// profile-browser URLs, and the requests trawler itself makes to webhooks
+// and org storages, which it guards at connect time (Transport). An
+// address is internal when it belongs to this host, this network or the
+// cluster rather than to the public web; an operator's allow-list lets
+// chosen internal ranges through.
 package netpolicy
 
 import (
@@ -37,7 +39,8 @@ func Internal(ip netip.Addr) bool {
 }
 
 // AllowList is the operator's list of internal ranges that user-given
-// URLs may reach on purpose (an intranet site to crawl, say).
+// URLs may reach on purpose (an intranet site to crawl, a webhook
+// receiver inside the network, say).
 type AllowList []netip.Prefix
 
 // ParseAllowList reads comma-separated CIDR ranges or single addresses;
