@@ -39,7 +39,7 @@ func (in *browserIn) validate(allowed netpolicy.AllowList) error {
 	if in.URL == nil {
 		v.missing("body", "url")
 	} else if validateHTTPURL(&v, *in.URL, "body", "url") {
-		v.internalHost(*in.URL, allowed, "body", "url")
+		v.internalHost(*in.URL, allowed, "crawls", "body", "url")
 	}
 	if in.ProfileID != nil {
 		validateUUID4(&v, *in.ProfileID, "body", "profileId")
@@ -58,7 +58,7 @@ func (in *urlIn) validate(allowed netpolicy.AllowList) error {
 	if in.URL == nil {
 		v.missing("body", "url")
 	} else if validateHTTPURL(&v, *in.URL, "body", "url") {
-		v.internalHost(*in.URL, allowed, "body", "url")
+		v.internalHost(*in.URL, allowed, "crawls", "body", "url")
 	}
 	return v.err()
 }

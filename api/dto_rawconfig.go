@@ -122,7 +122,7 @@ func (in *rawConfigIn) validate(v *validator, allowed netpolicy.AllowList, loc .
 		case !isHTTPURL(*sd.URL):
 			v.add("invalid or missing URL scheme", "value_error.url.scheme", at(sl, "url")...)
 		default:
-			v.internalHost(*sd.URL, allowed, at(sl, "url")...)
+			v.internalHost(*sd.URL, allowed, "crawls", at(sl, "url")...)
 		}
 		if sd.ScopeType != nil {
 			v.oneOf(*sd.ScopeType, scopeTypes, at(sl, "scopeType")...)
@@ -131,7 +131,7 @@ func (in *rawConfigIn) validate(v *validator, allowed netpolicy.AllowList, loc .
 		v.patterns(sd.Exclude.Values, at(sl, "exclude")...)
 		if s, ok := sd.Sitemap.url(); ok {
 			v.maxLen(s, maxURLLen, at(sl, "sitemap")...)
-			v.internalHost(s, allowed, at(sl, "sitemap")...)
+			v.internalHost(s, allowed, "crawls", at(sl, "sitemap")...)
 		}
 		v.nonNegative(sd.ExtraHops, at(sl, "extraHops")...)
 		v.atLeast(sd.Depth, -1, at(sl, "depth")...)

@@ -110,6 +110,9 @@ type Config struct {
 	// profile-browser URLs may name (crawler.allowed_internal_cidrs);
 	// other internal IP literals get 422 (internalurls.go).
 	AllowedInternal netpolicy.AllowList
+	// AllowedOutbound are the internal ranges webhook URLs and orgs' own
+	// storage endpoints may name (outbound.allowed_cidrs); empty: none.
+	AllowedOutbound netpolicy.AllowList
 	// PasswordHashConcurrency is how many bcrypt hashes or checks may run
 	// at once (0: half the CPUs, at least one).
 	PasswordHashConcurrency int

@@ -119,6 +119,7 @@ func (s *Server) setWebhookURLs(c echo.Context) error {
 			v.add("invalid or missing URL scheme, or host without a top-level domain", "value_error.url", "body", event)
 			continue
 		}
+		v.internalHost(u, s.cfg.AllowedOutbound, "webhooks", "body", event)
 		urls[event] = u
 	}
 	if err := v.err(); err != nil {

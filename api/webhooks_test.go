@@ -34,9 +34,10 @@ func TestWebhookRoutes(t *testing.T) {
 		return len(got)
 	}
 
-	e := newEnv(t)
+	// The receiver is on loopback, which the operator allows here.
+	e := newEnvWith(t, func(c *Config, _ *Deps) { c.AllowedOutbound = loopbackAllowed })
 	n, err := webhook.New(webhook.Config{MaxAttempts: 5, RetryDelay: time.Second, MaxRetryDelay: time.Minute,
-		Timeout: 15 * time.Second, PollInterval: time.Hour, Workers: 8}, webhook.Deps{Store: e.store})
+		Timeout: 15 * time.Second, PollInterval: time.Hour, Workers: 8}, webhook.Deps{Store: e.store, Allowed: loopbackAllowed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,9 +150,10 @@ func TestWebhookRetryRoute(t *testing.T) {
 	}
 
 	clk := testclock.NewFakeClock(time.Now())
-	e := newEnvWith(t, func(_ *Config, d *Deps) { d.Clock = clk })
+	e := newEnvWith(t, func(c *Config, d *Deps) { c.AllowedOutbound, d.Clock = loopbackAllowed, clk })
 	n, err := webhook.New(webhook.Config{MaxAttempts: 12, RetryDelay: time.Minute, MaxRetryDelay: 8 * time.Hour,
-		Timeout: 15 * time.Second, PollInterval: 10 * time.Second, Workers: 8}, webhook.Deps{Store: e.store, Clock: clk})
+		Timeout: 15 * time.Second, PollInterval: 10 * time.Second, Workers: 8}, webhook.Deps{Store: e.store, Clock: clk,
+		Allowed: loopbackAllowed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,6 +88,8 @@ var settings = []setting{
 	{"webhooks.poll_interval", 10 * time.Second, "how often the webhook outbox is read for deliveries due after a restart or from other replicas"},
 	{"webhooks.workers", 8, "webhook deliveries in flight at once per process"},
 
+	{"outbound.allowed_cidrs", "", "comma-separated CIDR ranges or addresses of internal hosts that webhook receivers and orgs' own storages may be at on purpose (docs/security.md); empty = none: URLs at loopback, link-local, private, CGNAT, multicast and unspecified addresses get 422, and connections to them are refused"},
+
 	{"mongo.uri", "mongodb://localhost:27017", "MongoDB connection string (add ?maxPoolSize=1 for FerretDB)"},
 	{"mongo.database", "browsertrixcloud", "database name"},
 	{"mongo.timeout", 5 * time.Second, "bound of every MongoDB operation the API and the operator make, server selection included; an API call during an outage answers 503 within it"},

@@ -112,7 +112,7 @@ func Serve(ctx context.Context, v *viper.Viper, deps Deps) error {
 	// replay.json signs them; the API is built right below.
 	var apiSrv *api.Server
 	downloadURLs := func(ctx context.Context, c *store.Crawl) ([]string, error) { return apiSrv.DownloadURLs(ctx, c) }
-	notifier, err := webhook.New(WebhookConfig(v), webhook.Deps{Store: st, Resources: downloadURLs,
+	notifier, err := webhook.New(WebhookConfig(v), webhook.Deps{Store: st, Resources: downloadURLs, Allowed: apiCfg.AllowedOutbound,
 		Observer: deliveries, Log: logger.With("component", "webhooks")})
 	if err != nil {
 		return err

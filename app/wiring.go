@@ -42,6 +42,10 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 	if err != nil {
 		return api.Config{}, fmt.Errorf("crawler.allowed_internal_cidrs: %w", err)
 	}
+	outbound, err := netpolicy.ParseAllowList(v.GetString("outbound.allowed_cidrs"))
+	if err != nil {
+		return api.Config{}, fmt.Errorf("outbound.allowed_cidrs: %w", err)
+	}
 	secret := []byte(v.GetString("api.jwt_secret"))
 	if len(secret) == 0 {
 		// Tokens then die with the process and other replicas reject them;
@@ -78,6 +82,7 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 		LoginAccountMaxDelay:       v.GetDuration("api.login_account_max_delay"),
 		TrustedProxies:             trusted,
 		AllowedInternal:            allowed,
+		AllowedOutbound:            outbound,
 		PasswordHashConcurrency:    v.GetInt("api.password_hash_concurrency"),
 		Version:                    Version,
 		Logger:                     logger,

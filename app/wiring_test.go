@@ -10,7 +10,9 @@ import (
 	"github.com/spf13/pflag"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
+	"github.com/trawlerhq/trawler/api"
 	trawlerfake "github.com/trawlerhq/trawler/k8s/generated/clientset/versioned/fake"
+	"github.com/trawlerhq/trawler/netpolicy"
 	"github.com/trawlerhq/trawler/operator"
 	"github.com/trawlerhq/trawler/store"
 	"github.com/trawlerhq/trawler/webhook"
@@ -47,7 +49,7 @@ func TestDefaultsFillEveryConfig(t *testing.T) {
 	// Fields whose zero value is a valid default, or that no setting maps.
 	zeroOK := map[string]bool{"MaxPagesPerCrawl": true, "RegistrationEnabled": true,
 		"AppOrigin": true, "PasswordHashConcurrency": true, "TrustedProxies": true,
-		"AllowedInternal": true}
+		"AllowedInternal": true, "AllowedOutbound": true}
 	rv := reflect.ValueOf(apiCfg)
 	for i := range rv.NumField() {
 		if name := rv.Type().Field(i).Name; !zeroOK[name] && rv.Field(i).IsZero() {
@@ -99,29 +101,35 @@ func TestEventSettingsChecked(t *testing.T) {
 	}
 }
 
-// TestAllowedInternalCIDRs: the allow-list reaches the API, and a value
-// that is not a list of ranges stops the start rather than allowing
-// nothing (or everything) in silence.
+// TestAllowedInternalCIDRs: each allow-list (crawls', and that of the
+// requests trawler makes itself) reaches the API, and a value that is not
+// a list of ranges stops the start rather than allowing nothing (or
+// everything) in silence.
 func TestAllowedInternalCIDRs(t *testing.T) {
-	for value, wantErr := range map[string]bool{"10.0.0.0/8, fd00::1": false, "10.0.0.0/8, intranet": true} {
-		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-		BindConfigFlags(fs)
-		if err := fs.Parse([]string{"--crawler.allowed_internal_cidrs=" + value}); err != nil {
-			t.Fatal(err)
-		}
-		v, err := LoadConfig("", fs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := apiConfig(v, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if wantErr {
-			if err == nil || !strings.Contains(err.Error(), "crawler.allowed_internal_cidrs") {
-				t.Errorf("%q: err %v, want one naming the setting", value, err)
+	for key, field := range map[string]func(api.Config) netpolicy.AllowList{
+		"crawler.allowed_internal_cidrs": func(c api.Config) netpolicy.AllowList { return c.AllowedInternal },
+		"outbound.allowed_cidrs":         func(c api.Config) netpolicy.AllowList { return c.AllowedOutbound },
+	} {
+		for value, wantErr := range map[string]bool{"10.0.0.0/8, fd00::1": false, "10.0.0.0/8, intranet": true} {
+			fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+			BindConfigFlags(fs)
+			if err := fs.Parse([]string{"--" + key + "=" + value}); err != nil {
+				t.Fatal(err)
 			}
-			continue
-		}
-		if err != nil || len(c.AllowedInternal) != 2 || c.AllowedInternal[0].String() != "10.0.0.0/8" {
-			t.Errorf("%q: %v, %v", value, c.AllowedInternal, err)
+			v, err := LoadConfig("", fs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := apiConfig(v, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if wantErr {
+				if err == nil || !strings.Contains(err.Error(), key) {
+					t.Errorf("%s=%q: err %v, want one naming the setting", key, value, err)
+				}
+				continue
+			}
+			if err != nil || len(field(c)) != 2 || field(c)[0].String() != "10.0.0.0/8" {
+				t.Errorf("%s=%q: %v, %v", key, value, field(c), err)
+			}
 		}
 	}
 }

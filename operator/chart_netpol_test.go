@@ -224,6 +224,11 @@ crawler_network_policy_additional_egress:
 	if err != nil || !strings.Contains(string(out), `TRAWLER_CRAWLER_ALLOWED_INTERNAL_CIDRS: "10.1.0.0/16, fd00::1"`) {
 		t.Errorf("crawler_allowed_internal_cidrs does not reach trawler's ConfigMap: %v", err)
 	}
+	// So does the allow-list of trawler's own requests (webhooks, org storages).
+	out, err = helmTemplate(t, `outbound_allowed_cidrs: "10.2.0.0/16"`)
+	if err != nil || !strings.Contains(string(out), `TRAWLER_OUTBOUND_ALLOWED_CIDRS: "10.2.0.0/16"`) {
+		t.Errorf("outbound_allowed_cidrs does not reach trawler's ConfigMap: %v", err)
+	}
 	for _, bad := range []string{
 		`crawler_network_policy_additional_egress: "10.0.0.0/8"`,
 		`crawler_network_policy_additional_egress: [{to: "10.0.0.0/8"}]`,
@@ -231,6 +236,7 @@ crawler_network_policy_additional_egress:
 		`crawler_network_policy_denied_cidrs: "10.0.0.0/8"`,
 		`crawler_enable_network_policy: "yes"`,
 		`crawler_allowed_internal_cidrs: [10.0.0.0/8]`,
+		`outbound_allowed_cidrs: [10.0.0.0/8]`,
 	} {
 		if out, err := helmTemplate(t, bad); err == nil || !strings.Contains(string(out), "schema") {
 			t.Errorf("values %s: helm template err %v, want a schema error\n%s", bad, err, out)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/trawlerhq/trawler/netpolicy"
 	"github.com/trawlerhq/trawler/operator"
 	"github.com/trawlerhq/trawler/store"
 	"github.com/trawlerhq/trawler/webhook"
@@ -46,6 +48,7 @@ func newHookReceiver(t *testing.T, h *harness) *hookReceiver {
 	var err error
 	r.notifier, err = webhook.New(webhook.Config{MaxAttempts: 5, RetryDelay: 100 * time.Millisecond, MaxRetryDelay: time.Minute,
 		Timeout: 15 * time.Second, PollInterval: 10 * time.Second, Workers: 8}, webhook.Deps{Store: h.store,
+		Allowed: netpolicy.AllowList{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
 		Resources: func(_ context.Context, c *store.Crawl) ([]string, error) {
 			paths := make([]string, len(c.Files))
 			for i := range c.Files {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/trawlerhq/trawler/netpolicy"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -148,6 +149,9 @@ func (n *Notifier) post(ctx context.Context, url string, body []byte) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := n.client.Do(req)
+	if errors.Is(err, netpolicy.ErrInternalAddress) {
+		return fmt.Errorf("not sent: the receiver is at an internal address outside outbound.allowed_cidrs: %w", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,13 @@
 // slow nor a failing receiver ever delays the caller that reported the
 // event.
 //
-// It imports only store; the API and the operator declare the small
-// interfaces they use and main wires one Notifier into both.
+// Receivers are user-given addresses, so deliveries go through
+// netpolicy's connect-time guard: a URL that leads to an internal address
+// (literally, or through a name that resolves there) is refused when it
+// is used, not only when it is set.
+//
+// It imports only store and netpolicy; the API and the operator declare
+// the small interfaces they use and main wires one Notifier into both.
 package webhook
 
 import (
@@ -27,6 +32,7 @@ import (
 	"github.com/google/uuid"
 	"k8s.io/utils/clock"
 
+	"github.com/trawlerhq/trawler/netpolicy"
 	"github.com/trawlerhq/trawler/store"
 )
 
@@ -84,8 +90,10 @@ type Deps struct {
 	Store Store
 	// Resources lists a finished crawl's file paths (default: none).
 	Resources ResourceURLs
-	// Client posts the notifications (default: a plain http.Client).
-	Client *http.Client
+	// Allowed are the internal ranges receivers may be at on purpose
+	// (outbound.allowed_cidrs); every other internal address is refused
+	// at connect time.
+	Allowed netpolicy.AllowList
 	// Observer, when set, is told of every attempt.
 	Observer Observer
 	// Clock stamps notifications and attempts and times retries and polls
@@ -118,11 +126,9 @@ func New(cfg Config, deps Deps) (*Notifier, error) {
 	if deps.Store == nil {
 		return nil, errors.New("webhook: Store is required")
 	}
-	n := &Notifier{cfg: cfg, store: deps.Store, resources: deps.Resources, client: deps.Client,
+	n := &Notifier{cfg: cfg, store: deps.Store, resources: deps.Resources,
+		client:   &http.Client{Transport: deps.Allowed.Transport()},
 		observer: deps.Observer, clock: deps.Clock, log: deps.Log, kick: make(chan struct{}, 1)}
-	if n.client == nil {
-		n.client = &http.Client{}
-	}
 	if n.clock == nil {
 		n.clock = clock.RealClock{}
 	}

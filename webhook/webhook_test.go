@@ -143,7 +143,9 @@ func newHarness(t *testing.T, r *receiver) *harness {
 		t.Fatal(err)
 	}
 	clk := testclock.NewFakeClock(time.Now().UTC().Truncate(time.Millisecond))
-	deps := webhook.Deps{Clock: clk, Resources: func(_ context.Context, c *store.Crawl) ([]string, error) {
+	// The receivers are httptest servers on loopback, which deliveries
+	// reach only when the operator allows it.
+	deps := webhook.Deps{Clock: clk, Allowed: loopbackAllowed(t), Resources: func(_ context.Context, c *store.Crawl) ([]string, error) {
 		return []string{"/data/" + c.ID + ".wacz", "https://s3.example.com/b/x.wacz?sig=1"}, nil
 	}}
 	return &harness{t: t, st: st, org: org, clock: clk, deps: deps}
