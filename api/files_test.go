@@ -92,7 +92,9 @@ func newStorageEnvOn(t testing.TB, db *mongotest.DB, srv *sandbox.S3, presign ti
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	reg, err := s3.NewRegistry([]s3.Config{cfg}, "default", s3.Options{})
+	// Orgs' own storages in these tests are the sandbox S3 on loopback,
+	// which the operator allows here.
+	reg, err := s3.NewRegistry([]s3.Config{cfg}, "default", s3.Options{CustomAllowed: loopbackAllowed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,10 +104,12 @@ func newStorageEnvOn(t testing.TB, db *mongotest.DB, srv *sandbox.S3, presign ti
 	}
 	apiCfg := testConfig()
 	apiCfg.PresignDuration = presign
+	apiCfg.AllowedOutbound = loopbackAllowed
 	se := &storageEnv{env: e, bucket: b, secrets: &fakeSecrets{}}
 	deps := e.deps()
 	deps.Storage, deps.Secrets = reg, se.secrets
 	e.srv = New(apiCfg, deps)
+	e.srv.verifyBudget = testVerifyBudget
 	return se
 }
 

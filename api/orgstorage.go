@@ -30,8 +30,12 @@ type orgStorageIn struct {
 // verifyObject is what checking an org's bucket writes, as upstream.
 const verifyObject = ".btrix-upload-verify"
 
-// verifyTimeout bounds the test upload to an org's bucket.
-const verifyTimeout = 20 * time.Second
+// verifyBudget is how long the test upload to an org's bucket may take,
+// and how long a failed one takes to answer, whatever failed: a closed
+// port, a silent one, a server refusing the keys or an address the guard
+// refused. An answer as soon as the failure is known would tell an org
+// owner which inside ports are open.
+const verifyBudget = 10 * time.Second
 
 // setOrgStorage switches where the org's new crawls store their files.
 // An own bucket must accept a test upload with the given keys first; its
@@ -93,6 +97,11 @@ func (s *Server) checkOwnStorage(ctx context.Context, in orgStorageIn) (store.St
 			v.missing("body", f.name)
 		}
 	}
+	// No request at all to an address that is plainly internal; a name
+	// that resolves inside is refused by the bucket's guarded dialer.
+	if in.EndpointURL != nil {
+		v.internalHost(*in.EndpointURL, s.cfg.AllowedOutbound, "org storages", "body", "endpoint_url")
+	}
 	if err := v.err(); err != nil {
 		return store.Storage{}, err
 	}
@@ -101,22 +110,27 @@ func (s *Server) checkOwnStorage(ctx context.Context, in orgStorageIn) (store.St
 	if !strings.HasSuffix(st.EndpointURL, "/") {
 		st.EndpointURL += "/"
 	}
-	unverified := badRequest("Could not verify custom storage. Check credentials are valid?")
 	if s.objects == nil {
-		return store.Storage{}, unverified
+		return store.Storage{}, badRequest(detailUnverifiedStorage)
 	}
-	b, err := s.objects.Custom(orgStorageConfig(st))
-	if err != nil {
-		return store.Storage{}, unverified
-	}
-	ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
+	budget, cancel := context.WithTimeout(ctx, s.verifyBudget)
 	defer cancel()
-	if _, err := b.Put(ctx, verifyObject, strings.NewReader(""), 0, "text/plain"); err != nil {
+	b, err := s.objects.Custom(orgStorageConfig(st))
+	if err == nil {
+		_, err = b.Put(budget, verifyObject, strings.NewReader(""), 0, "text/plain")
+	}
+	if err != nil {
 		s.log.Info("org storage failed verification", "endpoint", st.EndpointURL, "err", err)
-		return store.Storage{}, unverified
+		<-budget.Done() // the whole budget, or the client's end
+		return store.Storage{}, badRequest(detailUnverifiedStorage)
 	}
 	return st, nil
 }
+
+// detailUnverifiedStorage is the one answer to every failed verification
+// of an org's bucket, so it tells nothing of what stands behind the
+// address.
+const detailUnverifiedStorage = "Could not verify custom storage. Check credentials are valid?"
 
 func deref(p *string) string {
 	if p == nil {

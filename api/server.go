@@ -184,6 +184,9 @@ type Server struct {
 	// liveStatsBudget bounds what live stats add to a request
 	// (liveStatsTimeout; tests shorten it).
 	liveStatsBudget time.Duration
+	// verifyBudget is how long an org storage's verification may take and
+	// a failed one takes (verifyBudget in orgstorage.go; tests shorten it).
+	verifyBudget time.Duration
 
 	openAPIDoc openAPIDoc
 	scheduler  *Scheduler
@@ -233,6 +236,7 @@ func New(cfg Config, deps Deps) *Server {
 
 		passwords:       newPasswordHasher(cfg.PasswordHashConcurrency),
 		liveStatsBudget: liveStatsTimeout,
+		verifyBudget:    verifyBudget,
 		logins: &loginLimiter{store: deps.Store, clock: deps.Clock, window: cfg.LoginFailureWindow,
 			perAccount: int64(cfg.LoginFailuresPerAccount), perAddress: int64(cfg.LoginFailuresPerAddress),
 			maxPause: cfg.LoginAccountMaxDelay},

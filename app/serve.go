@@ -100,7 +100,7 @@ func Serve(ctx context.Context, v *viper.Viper, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	objects, storage, err := objectStorage(ctx, v, deps.StorageTransport, logger)
+	objects, storage, err := objectStorage(ctx, v, deps.StorageTransport, apiCfg.AllowedOutbound, logger)
 	if err != nil {
 		return err
 	}

@@ -210,7 +210,7 @@ func StoragesConfig(v *viper.Viper) ([]s3.Config, error) {
 // set and the proxies of their access paths, or nil (with a warning)
 // when there are none: download links, file deletion and crawl logs are
 // then off.
-func objectStorage(ctx context.Context, v *viper.Viper, transport http.RoundTripper, logger *slog.Logger) (*s3.Registry, map[string]http.Handler, error) {
+func objectStorage(ctx context.Context, v *viper.Viper, transport http.RoundTripper, allowed netpolicy.AllowList, logger *slog.Logger) (*s3.Registry, map[string]http.Handler, error) {
 	storages, err := StoragesConfig(v)
 	if err != nil {
 		return nil, nil, err
@@ -219,7 +219,7 @@ func objectStorage(ctx context.Context, v *viper.Viper, transport http.RoundTrip
 		logger.Warn("no storages configured: crawls upload nothing, and download links, file deletion and crawl logs are off")
 		return nil, nil, nil
 	}
-	objects, err := s3.NewRegistry(storages, k8s.DefaultStorageName, s3.Options{Transport: transport})
+	objects, err := s3.NewRegistry(storages, k8s.DefaultStorageName, s3.Options{Transport: transport, CustomAllowed: allowed})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/minio/minio-go/v7/pkg/s3utils"
+
+	"github.com/trawlerhq/trawler/netpolicy"
 )
 
 // Options tune how a Bucket talks to its server.
@@ -23,6 +25,11 @@ type Options struct {
 	// MaxRetries bounds the attempts of each request (default 3), so an
 	// outage fails a call within seconds instead of minutes.
 	MaxRetries int
+	// CustomAllowed are the internal ranges orgs' own storages may be at
+	// (outbound.allowed_cidrs). Their requests ignore Transport and dial
+	// through netpolicy's guard, which refuses every other internal
+	// address at connect time.
+	CustomAllowed netpolicy.AllowList
 }
 
 // defaultMaxRetries keeps a call against a dead server to about 1.5 s of

@@ -7,7 +7,11 @@
 // per-org key layout, and refuses any key that could leave its folder
 // (ErrInvalidKey).
 //
-// It imports nothing else of trawler. It uses minio-go v7: one module,
+// An org's own bucket is a user-given address, so its requests go through
+// netpolicy's connect-time guard (Options.CustomAllowed); the configured
+// storages are the operator's and are not guarded.
+//
+// It imports only netpolicy of trawler. It uses minio-go v7: one module,
 // path-style SigV4 with presigning built in, streaming multipart uploads
 // of unknown length and ranged reads (ReaderAt) for reading inside WACZ
 // files without downloading them.

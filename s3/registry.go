@@ -9,11 +9,13 @@ import (
 // Registry holds the configured (named) storages and the buckets of orgs
 // that bring their own storage. It is safe for concurrent use.
 type Registry struct {
-	opts     Options
-	named    map[string]*Bucket
-	mu       sync.Mutex
-	custom   map[string]*Bucket // by the configuration's JSON
-	maxCache int
+	opts Options
+	// customOpts are opts with the guarded transport, for org storages.
+	customOpts Options
+	named      map[string]*Bucket
+	mu         sync.Mutex
+	custom     map[string]*Bucket // by the configuration's JSON
+	maxCache   int
 }
 
 // maxCustomBuckets bounds the cache of org storages; past it the cache
@@ -23,8 +25,10 @@ const maxCustomBuckets = 1000
 // NewRegistry builds a Bucket for each named storage. defaultName must be
 // one of them; it is the storage of orgs that have none of their own.
 func NewRegistry(storages []Config, defaultName string, opts Options) (*Registry, error) {
-	r := &Registry{opts: opts, named: map[string]*Bucket{},
+	r := &Registry{opts: opts, customOpts: opts, named: map[string]*Bucket{},
 		custom: map[string]*Bucket{}, maxCache: maxCustomBuckets}
+	// One transport for every org storage, so they share its connections.
+	r.customOpts.Transport = opts.CustomAllowed.Transport()
 	for _, cfg := range storages {
 		if cfg.Name == "" {
 			return nil, fmt.Errorf("storages: an entry has no name")
@@ -54,7 +58,8 @@ func (r *Registry) Named(name string) (*Bucket, error) {
 }
 
 // Custom returns the bucket of an org's own storage, reusing the client
-// while the configuration stays the same.
+// while the configuration stays the same. Its requests to internal
+// addresses outside Options.CustomAllowed fail.
 func (r *Registry) Custom(cfg Config) (*Bucket, error) {
 	id, err := json.Marshal(cfg)
 	if err != nil {
@@ -65,7 +70,7 @@ func (r *Registry) Custom(cfg Config) (*Bucket, error) {
 	if b, ok := r.custom[string(id)]; ok {
 		return b, nil
 	}
-	b, err := New(cfg, r.opts)
+	b, err := New(cfg, r.customOpts)
 	if err != nil {
 		return nil, err
 	}
