@@ -249,10 +249,10 @@ func TestStaleImportedLinkIsSignedAgain(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// TestDeleteRemovesStoredFiles: deleting crawls removes their objects
-// and their bytes from the org; with storage down the crawl stays and the
-// call fails with a 503 that a retry turns into success.
-func TestDeleteRemovesStoredFiles(t *testing.T) {
+// ownS3 starts an S3 server of the test's own, which it may stop and
+// restart to play an outage without disturbing the shared one.
+func ownS3(t *testing.T) *sandbox.S3 {
+	t.Helper()
 	own, err := sandbox.StartS3(t.Context(), t.TempDir())
 	if errors.Is(err, sandbox.ErrBinaryMissing) {
 		t.Skip(err)
@@ -261,6 +261,14 @@ func TestDeleteRemovesStoredFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = own.Stop(5 * time.Second) })
+	return own
+}
+
+// TestDeleteRemovesStoredFiles: deleting crawls removes their objects
+// and their bytes from the org; with storage down the crawl stays and the
+// call fails with a 503 that a retry turns into success.
+func TestDeleteRemovesStoredFiles(t *testing.T) {
+	own := ownS3(t)
 	e := newStorageEnv(t, own, time.Hour)
 	before := e.bytesStored()
 	id, keys := e.finishedCrawlWithFiles([]byte("0123456789"), []byte("abcdef"))

@@ -4,13 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"net/http/httptest"
-	"runtime"
-	"runtime/debug"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/trawlerhq/trawler/sandbox/rsstest"
 )
 
 // BenchmarkItemDownload20Files downloads one crawl of 20 WACZ files of
@@ -33,25 +29,5 @@ func BenchmarkItemDownload20Files(b *testing.B) {
 
 	b.SetBytes(total)
 	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		b.StopTimer()
-		runtime.GC()
-		debug.FreeOSMemory()
-		idle := rsstest.RSS(b)
-		rsstest.ResetPeak(b)
-		b.StartTimer()
-		n := getBody(b, url, e.tokens[asViewer])
-		b.StopTimer()
-		if n < total {
-			b.Fatalf("downloaded %d bytes of %d", n, total)
-		}
-		above := rsstest.Peak(b) - idle
-		b.ReportMetric(float64(above)/(1<<20), "peak-RSS-above-idle-MiB")
-		b.ReportMetric(float64(idle)/(1<<20), "idle-RSS-MiB")
-		if above > benchDownloadRSS {
-			b.Errorf("peak RSS %d MiB above idle, goal < %d MiB", above>>20, benchDownloadRSS>>20)
-		}
-		b.StartTimer()
-	}
+	benchFlatDownload(b, url, e.tokens[asViewer], total)
 }

@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http/httptest"
 	"path"
@@ -12,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/trawlerhq/trawler/sandbox"
 )
 
 // unzipped is a downloaded multi-WACZ: its member names in order, their
@@ -190,14 +187,7 @@ func TestItemDownloadRefusals(t *testing.T) {
 // the length is the error's own), and works again once the server is
 // back.
 func TestItemDownloadStorageDown(t *testing.T) {
-	own, err := sandbox.StartS3(t.Context(), t.TempDir())
-	if errors.Is(err, sandbox.ErrBinaryMissing) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = own.Stop(5 * time.Second) })
+	own := ownS3(t)
 	e := newStorageEnv(t, own, time.Hour)
 	id, _ := e.finishedCrawlWithFiles([]byte("wacz while up"))
 	if err := own.Stop(5 * time.Second); err != nil {
