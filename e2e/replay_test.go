@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -48,7 +47,7 @@ func TestReplayInTheDashboard(t *testing.T) {
 		if !strings.HasPrefix(r.Path, "/data/") {
 			t.Fatalf("file %s is linked at %s, not on the dashboard's origin under /data/", r.Name, r.Path)
 		}
-		data := fetch(t, stack.url+r.Path)
+		data := e2etest.Download(t, stack.url, r.Path)
 		if i == 0 {
 			first = data
 		}
@@ -123,7 +122,7 @@ func (tb *tab) replays(kind, id string, p archivedPage) {
 func (tb *tab) downloadsOneWACZ(id string) {
 	tb.t.Helper()
 	href := eval[string](tb, `document.getElementById("replay-download").href`)
-	data := fetch(tb.t, href)
+	data := e2etest.Download(tb.t, stack.url, href)
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		tb.t.Fatalf("the download of %s is not a zip: %v", id, err)
@@ -188,21 +187,6 @@ func upload(c *e2etest.Client, oid, filename string, data []byte) string {
 		c.T.Fatal("the upload has no id")
 	}
 	return out.ID
-}
-
-// fetch GETs a URL and returns its body.
-func fetch(t *testing.T, u string) []byte {
-	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %v", u, resp.StatusCode, err)
-	}
-	return data
 }
 
 // pagesOf reads a WACZ's pages/pages.jsonl.

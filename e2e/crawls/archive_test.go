@@ -17,6 +17,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/trawlerhq/trawler/e2e/e2etest"
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
 	"github.com/trawlerhq/trawler/s3"
@@ -143,7 +144,7 @@ func TestCollectionsEndToEnd(t *testing.T) {
 		t.Fatalf("public replay: %d %v %+v", resp.StatusCode, err, replay)
 	}
 	for _, r := range replay.Resources {
-		sum := sha256.Sum256(download(t, r.Path))
+		sum := sha256.Sum256(e2etest.Download(t, shared.stack.APIURL, r.Path))
 		if hex.EncodeToString(sum[:]) != r.Hash {
 			t.Errorf("%s: public link downloads other bytes", r.Name)
 		}
@@ -161,7 +162,7 @@ func TestUploadsEndToEnd(t *testing.T) {
 	b := bucket(t, d)
 	crawl := c.runCrawl("wacz source", "https://example.com/?sim-pages=3&sim-bytes=5000", 1)
 	res := c.Object("GET", c.Org("/crawls/"+crawl["id"].(string)+"/replay.json"), nil, 200)["resources"].([]any)
-	wacz := download(t, res[0].(map[string]any)["path"].(string))
+	wacz := e2etest.Download(t, shared.stack.APIURL, res[0].(map[string]any)["path"].(string))
 	base := c.bytesStored()
 	uploads := c.OID + "/uploads/"
 
@@ -218,7 +219,7 @@ func TestUploadsEndToEnd(t *testing.T) {
 			t.Errorf("upload %v", u)
 		}
 		for _, r := range c.Object("GET", c.Org("/uploads/"+id+"/replay.json"), nil, 200)["resources"].([]any) {
-			if !bytes.Equal(download(t, r.(map[string]any)["path"].(string)), wacz) {
+			if !bytes.Equal(e2etest.Download(t, shared.stack.APIURL, r.(map[string]any)["path"].(string)), wacz) {
 				t.Errorf("%s: its link downloads other bytes", id)
 			}
 		}

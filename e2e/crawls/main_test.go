@@ -3,12 +3,9 @@ package crawls
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -166,24 +163,4 @@ func bucket(t *testing.T, s *e2etest.Stack) *s3.Bucket {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// download GETs link as curl would: plain HTTP, no credentials. Links
-// are relative to trawler's origin, which serves the files under
-// /data/ (the dev stack's storage, like the chart's bundled one).
-func download(t *testing.T, link string) []byte {
-	t.Helper()
-	if strings.HasPrefix(link, "/") {
-		link = shared.stack.APIURL + link
-	}
-	resp, err := http.Get(link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %d %s", link, resp.StatusCode, data)
-	}
-	return data
 }

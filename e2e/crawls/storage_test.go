@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trawlerhq/trawler/e2e/e2etest"
 	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/sandbox/wacztest"
 )
@@ -35,7 +36,7 @@ func TestCrawlFilesEndToEnd(t *testing.T) {
 		if path := res["path"].(string); !strings.HasPrefix(path, "/data/") {
 			t.Errorf("%s is linked at %s, not on trawler's origin under /data/", res["name"], path)
 		}
-		data := download(t, res["path"].(string))
+		data := e2etest.Download(t, shared.stack.APIURL, res["path"].(string))
 		sum := sha256.Sum256(data)
 		if hex.EncodeToString(sum[:]) != res["hash"] || float64(len(data)) != res["size"] {
 			t.Errorf("%s: downloaded %x, %d bytes; on record %s, %v", res["name"], sum, len(data), res["hash"], res["size"])
