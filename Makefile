@@ -56,8 +56,10 @@ test-race:
 	CGO_ENABLED=1 timeout $(RACE_TIMEOUT) $(GO) test -race -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
 
 ## bench: the benchmarks named by the issues (not run by `make test`)
+# The operator's include the scale harness at 1,000 and 3,000 crawls
+# (docs/benchmarks.md), about half an hour on 2 cores.
 bench: testbin
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./api/ ./store/ ./operator/ ./s3/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 120m ./api/ ./store/ ./operator/ ./s3/
 
 ## fuzz: each fuzz target of FUZZ_PKGS for FUZZTIME
 fuzz:

@@ -100,7 +100,7 @@ func TestMeWithOrgs(t *testing.T) {
 func TestSettingsAndHealth(t *testing.T) {
 	e := newEnv(t)
 	r := e.do("", "GET", "/api/settings", nil)
-	want := `{"registrationEnabled":false,"jwtTokenLifetime":86400,"defaultBehaviorTimeSeconds":300,"maxPagesPerCrawl":4,"defaultPageLoadTimeSeconds":120}`
+	want := `{"registrationEnabled":false,"jwtTokenLifetime":86400,"defaultBehaviorTimeSeconds":300,"maxPagesPerCrawl":4,"defaultPageLoadTimeSeconds":120,"pausedExpiryMinutes":10080,"rateLimitDurationMinutes":0}`
 	if r.Code != 200 || strings.TrimSpace(string(r.Body)) != want {
 		t.Fatalf("settings: %d %s", r.Code, r.Body)
 	}

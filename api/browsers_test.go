@@ -36,6 +36,9 @@ func (f *fakeBrowsers) LaunchProfileBrowser(_ context.Context, req k8s.ProfileRe
 	if req.BaseProfileID != "" {
 		labels[k8s.LabelBaseProfile] = req.BaseProfileID
 	}
+	if req.ProxyID != "" {
+		labels[k8s.LabelProxyID] = req.ProxyID
+	}
 	f.jobs[req.Spec.ID] = &trawlerv1.ProfileJob{ObjectMeta: metav1.ObjectMeta{Name: k8s.ProfileJobName(req.Spec.ID), Labels: labels}, Spec: req.Spec}
 	return nil
 }

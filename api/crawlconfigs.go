@@ -68,6 +68,10 @@ func (s *Server) workflowsOut(c echo.Context, wfs []store.CrawlConfig) ([]crawlC
 			}
 		}
 		out[i] = toCrawlConfigOut(wf, users)
+		if at := wf.LastCrawlPausedAt; at != nil {
+			expiry := at.Add(s.cfg.PausedCrawlLimit)
+			out[i].LastCrawlPausedExpiry = fmtTimePtr(&expiry)
+		}
 		out[i].ProfileName = nameOf(profiles, wf.OID, wf.ProfileID)
 	}
 	return out, nil
@@ -106,6 +110,19 @@ func (s *Server) getCrawlConfig(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// A workflow with a profile goes through the profile's proxy, which
+	// upstream shows here.
+	if wf.ProfileID != nil {
+		p, err := s.store.GetProfile(c.Request().Context(), wf.OID, *wf.ProfileID)
+		switch {
+		case err == nil && p.ProxyID != "":
+			out[0].ProxyID = &p.ProxyID
+		case err == nil:
+			out[0].ProxyID = nil
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+	}
 	return c.JSON(http.StatusOK, out[0])
 }
 
@@ -120,11 +137,32 @@ func (s *Server) createCrawlConfig(c echo.Context) error {
 	ctx := c.Request().Context()
 	org, user := currentOrg(c), currentUser(c)
 	wf := toStoreCrawlConfig(&in, org.ID, user.ID, s.now())
+	channel, err := s.crawlerChannel(wf.CrawlerChannel)
+	if err != nil {
+		return err
+	}
+	file, err := s.workflowSeedFile(ctx, org.ID, &wf.Config)
+	if err != nil {
+		return err
+	}
+	if err := checkSeedFileChannel(&wf.Config, channel); err != nil {
+		return err
+	}
+	if file != nil {
+		wf.FirstSeed, wf.SeedCount = file.FirstSeed, file.SeedCount
+	}
 	if in.ProfileID != nil {
-		var err error
 		if wf.ProfileID, err = s.resolveProfile(ctx, org, *in.ProfileID); err != nil {
 			return err
 		}
+	}
+	// A workflow with a profile goes through the profile's proxy, so its
+	// own is stored as null (upstream).
+	if id := in.ProxyID.Value; wf.ProfileID == nil && in.ProxyID.given() && id != "" {
+		if err := s.usableProxy(org, id); err != nil {
+			return err
+		}
+		wf.ProxyID = &id
 	}
 	// Upstream stores the org's page limit in the workflow too.
 	wf.Config = withPageQuota(org, wf.Config)
@@ -137,13 +175,15 @@ func (s *Server) createCrawlConfig(c echo.Context) error {
 		return err
 	}
 	s.notifyWorkflowsChanged()
-	out := crawlConfigAddedOut{Added: true, ID: wf.ID, StorageQuotaReached: org.StorageQuotaReached()}
+	out := crawlConfigAddedOut{Added: true, ID: wf.ID, StorageQuotaReached: org.StorageQuotaReached(),
+		ExecMinutesQuotaReached: org.ExecMinutesQuotaReached(s.now())}
 	if in.RunNow != nil && *in.RunNow {
 		id, err := s.startIdleCrawl(ctx, org, wf, user.ID, true)
 		switch {
-		case errors.Is(err, errStorageQuotaReached):
-			// The workflow is created all the same; storageQuotaReached
-			// says why it did not run.
+		case errors.Is(err, errStorageQuotaReached), errors.Is(err, errExecQuotaReached):
+			// The workflow is created all the same; the quota flags and
+			// errorDetail say why it did not run.
+			out.ErrorDetail = errorDetailOf(err)
 		case err != nil:
 			return err
 		default:
@@ -165,12 +205,31 @@ func (s *Server) updateCrawlConfig(c echo.Context) error {
 	if err := in.validate(s.cfg.MaxCrawlScale, s.cfg.AllowedInternal); err != nil {
 		return err
 	}
+	// Upstream leaves a PATCH's channel unchecked, so a workflow could
+	// name a channel no crawl can run on; it is refused like on create.
+	if in.CrawlerChannel.given() {
+		if _, err := s.crawlerChannel(in.CrawlerChannel.Value); err != nil {
+			return err
+		}
+	}
 	if in.ProfileID.given() {
-		if _, err := s.resolveProfile(c.Request().Context(), currentOrg(c), in.ProfileID.Value); err != nil {
+		id, err := s.resolveProfile(c.Request().Context(), currentOrg(c), in.ProfileID.Value)
+		if err != nil {
+			return err
+		}
+		if err := s.profileProxyUsable(c.Request().Context(), currentOrg(c), id); err != nil {
+			return err
+		}
+	}
+	if id := in.ProxyID.Value; in.ProxyID.given() && id != "" && in.proxyApplies(wf) {
+		if err := s.usableProxy(currentOrg(c), id); err != nil {
 			return err
 		}
 	}
 	ch := diffWorkflow(&in, wf)
+	if err := s.checkWorkflowSeeds(c, wf, &in, &ch); err != nil {
+		return err
+	}
 	if ch.update.Config.Set {
 		if err := checkLaunchable(withPageQuota(currentOrg(c), ch.update.Config.Value)); err != nil {
 			return err
@@ -183,6 +242,7 @@ func (s *Server) updateCrawlConfig(c echo.Context) error {
 	if err := s.applyWorkflowChange(c, wf, ch); err != nil {
 		return err
 	}
+	s.dropOldSeedFile(c, wf, ch)
 	return c.JSON(http.StatusOK, out)
 }
 
@@ -203,6 +263,22 @@ func (s *Server) resolveProfile(ctx context.Context, org *store.Org, raw string)
 		return nil, err
 	}
 	return &id, nil
+}
+
+// profileProxyUsable checks that the org may use the proxy of profile id
+// (nil: none), which a workflow that takes the profile goes through.
+func (s *Server) profileProxyUsable(ctx context.Context, org *store.Org, id *uuid.UUID) error {
+	if id == nil {
+		return nil
+	}
+	p, err := s.store.GetProfile(ctx, org.ID, *id)
+	if err != nil {
+		return err
+	}
+	if p.ProxyID == "" {
+		return nil
+	}
+	return s.usableProxy(org, p.ProxyID)
 }
 
 // checkLaunchable refuses (422 on body.config) a crawl config that no

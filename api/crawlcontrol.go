@@ -268,7 +268,12 @@ func (s *Server) changeExclusion(c echo.Context, add bool) error {
 	case !changed:
 		return badRequest("exclusion_not_found")
 	}
-	configJSON, err := crawlerConfigJSON(cfg)
+	// A seed-file crawl's crawler gets a fresh link with its new config.
+	seedFile, err := s.seedFileLink(c.Request().Context(), currentOrg(c), &cfg)
+	if err != nil {
+		return err
+	}
+	configJSON, err := seededConfigJSON(cfg, seedFile)
 	if err != nil {
 		return err
 	}

@@ -38,12 +38,15 @@ import (
 
 // crawlEventOut is the data of a "crawl" event.
 type crawlEventOut struct {
-	ID       string  `json:"id"`
-	State    string  `json:"state"`
-	Stopping bool    `json:"stopping"`
-	Scale    int     `json:"scale"`
-	Started  string  `json:"started"`
-	Finished *string `json:"finished"`
+	ID       string `json:"id"`
+	State    string `json:"state"`
+	Stopping bool   `json:"stopping"`
+	// ShouldPause is the last pause (true) or resume request: with the
+	// state it tells "pausing" and "resuming", which are never stored.
+	ShouldPause bool    `json:"shouldPause"`
+	Scale       int     `json:"scale"`
+	Started     string  `json:"started"`
+	Finished    *string `json:"finished"`
 	// Stats are the live counters while the crawl runs, else the stored.
 	Stats *statsOut `json:"stats"`
 	// PagesFailed is known while the crawl runs (null otherwise).
@@ -91,7 +94,7 @@ type eventStream struct{ data any }
 // toCrawlEvent is what the crawl's streams show: the stored crawl with,
 // while it runs, the live progress read from its Redis (nil: unknown).
 func toCrawlEvent(c *store.Crawl, live *crawlredis.Progress) crawlEventOut {
-	ev := crawlEventOut{ID: c.ID, State: c.State, Stopping: c.Stopping, Scale: c.Scale,
+	ev := crawlEventOut{ID: c.ID, State: c.State, Stopping: c.Stopping, ShouldPause: c.ShouldPause, Scale: c.Scale,
 		Started: fmtTime(c.Started), Finished: fmtTimePtr(c.Finished),
 		FileCount: c.FileCount, FileSize: c.FileSize, Instances: []instanceOut{}}
 	if c.Stats != nil {

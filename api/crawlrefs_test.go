@@ -49,6 +49,14 @@ func TestCrawlSeedsAndResourcesAsUpstream(t *testing.T) {
 		"fileSize": 4321.0, "fileCount": 1.0, "tags": []any{}, "errors": nil, "collectionIds": []any{},
 		"config": configAtStart, "firstSeed": "https://example.com/", "seedCount": 3.0,
 		"profileName": nil, "stopping": false, "manual": true,
+		// Added with crawler channels, as upstream's CrawlOut has them today.
+		"crawlerChannel": "default", "image": "webrecorder/browsertrix-crawler:latest",
+		// Added with pause and resume, as upstream's CrawlOut has them today.
+		"shouldPause": false, "pausedAt": nil,
+		// Added with pages (upstream-2026 §3.2).
+		"pageCount": 0.0, "uniquePageCount": 0.0, "filePageCount": 0.0, "errorPageCount": 0.0,
+		// Added with execution-time quotas (upstream-2026 §6.4).
+		"crawlExecSeconds": 0.0,
 	}
 	if item["started"] == nil || item["finished"] == nil {
 		t.Fatalf("started/finished: %v", item)
@@ -69,6 +77,10 @@ func TestCrawlSeedsAndResourcesAsUpstream(t *testing.T) {
 		"name": file.Filename, "path": "/data/" + file.Filename, "hash": "sha256:ab12", "size": 4321.0, "crawlId": id,
 	}}
 	replay["collections"] = []any{}
+	// With pages, the item's first pages and where to search them (the
+	// all-crawls single GET is replay.json, as upstream's get_crawl_out).
+	replay["initialPages"], replay["downloadUrl"] = []any{}, nil
+	replay["pagesQueryUrl"] = "http://example.com/api/orgs/" + e.org.String() + "/crawls/" + id + "/pagesSearch"
 	for _, path := range []string{"/crawls/" + id + "/replay.json", "/all-crawls/" + id + "/replay.json", "/all-crawls/" + id} {
 		got := e.mustJSON(asCrawler, "GET", e.orgPath(path), nil, 200)
 		res, _ := got["resources"].([]any)

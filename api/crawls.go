@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -296,7 +297,30 @@ func (s *Server) writeReplay(c echo.Context, org *store.Org, crawl *store.Crawl)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, out)
+	pages, query, err := s.replayPages(c, crawl)
+	if err != nil {
+		return err
+	}
+	nameResources(pages, out.Resources)
+	return c.JSON(http.StatusOK, replayOut{crawlOutWithResources: out, InitialPages: pages, PagesQueryURL: query})
+}
+
+// nameResources makes each page's filename the name of its WACZ among
+// resources: ReplayWeb.page loads a page's WACZ by that name, while
+// crawlers name the file alone and resources carry its stored path.
+func nameResources(pages []pageDocOut, resources []resourceOut) {
+	byBase := make(map[string]string, len(resources))
+	for _, r := range resources {
+		byBase[path.Base(r.Name)] = r.Name
+	}
+	for i, p := range pages {
+		if p.Filename == nil {
+			continue
+		}
+		if name, ok := byBase[path.Base(*p.Filename)]; ok {
+			pages[i].Filename = &name
+		}
+	}
 }
 
 func (s *Server) crawlReplay(c echo.Context) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -40,16 +41,35 @@ func crawlID(prefix string, wf *store.CrawlConfig, started string, attempt int) 
 // crawl that the leader launches later (relaunchOrphans). The org's
 // concurrency limit is the operator's business (waiting_org_limit).
 func (s *Server) startCrawl(ctx context.Context, org *store.Org, wf *store.CrawlConfig, userID uuid.UUID, manual bool) (string, error) {
+	// The channel may have left the configuration since the workflow
+	// chose it.
+	channel, err := s.crawlerChannel(channelOf(wf.CrawlerChannel))
+	if err != nil {
+		return "", err
+	}
+	proxyID, err := s.crawlProxy(ctx, org, wf, manual)
+	if err != nil {
+		return "", err
+	}
 	cfg := withPageQuota(org, wf.Config)
-	configJSON, err := crawlerConfigJSON(cfg)
+	if err := checkSeedFileChannel(&cfg, channel); err != nil {
+		return "", err
+	}
+	seedFile, err := s.seedFileLink(ctx, org, &cfg)
+	if err != nil {
+		return "", err
+	}
+	configJSON, err := seededConfigJSON(cfg, seedFile)
 	if err != nil {
 		return "", fmt.Errorf("encoding crawl config: %w", err)
 	}
 	crawl := newCrawl(wf, cfg, userID, manual, s.now())
+	crawl.CrawlerChannel, crawl.Image, crawl.ProxyID = channel.ID, channel.Image, proxyID
 	if err := s.insertCrawl(ctx, crawl, wf, manual); err != nil {
 		return "", err
 	}
 	spec, err := s.crawlJobSpec(ctx, org, wf, crawl)
+	spec.SeedFileURL = seedFile
 	if err == nil {
 		err = s.launcher.LaunchCrawl(ctx, k8s.CrawlRequest{Spec: spec, ConfigJSON: configJSON})
 	}
@@ -76,6 +96,7 @@ func newCrawl(wf *store.CrawlConfig, cfg store.RawCrawlConfig, userID uuid.UUID,
 		Started: now, State: store.StateStarting, Tags: slices.Clone(wf.Tags), Schedule: wf.Schedule,
 		JobType: wf.JobType, Config: cfg, CrawlTimeout: wf.CrawlTimeout, MaxCrawlSize: wf.MaxCrawlSize,
 		Scale: max(wf.Scale, 1), ProfileID: wf.ProfileID, Manual: manual,
+		FirstSeed: wf.FirstSeed, // kept by the store for a seed-file crawl only
 	}
 }
 
@@ -127,7 +148,11 @@ func (s *Server) relaunchOrphans(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		configJSON, err := crawlerConfigJSON(crawl.Config)
+		seedFile, err := s.seedFileLink(ctx, org, &crawl.Config)
+		if err != nil {
+			return err
+		}
+		configJSON, err := seededConfigJSON(crawl.Config, seedFile)
 		if err != nil {
 			return err
 		}
@@ -135,6 +160,7 @@ func (s *Server) relaunchOrphans(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		spec.SeedFileURL = seedFile
 		if err := s.launcher.LaunchCrawl(ctx, k8s.CrawlRequest{Spec: spec, ConfigJSON: configJSON}); err != nil {
 			return fmt.Errorf("relaunching crawl %s: %w", crawl.ID, err)
 		}
@@ -157,6 +183,7 @@ func (s *Server) crawlJobSpec(ctx context.Context, org *store.Org, wf *store.Cra
 		Scale: int32(crawl.Scale), Manual: crawl.Manual, CrawlTimeout: crawl.CrawlTimeout,
 		MaxCrawlSize: crawl.MaxCrawlSize, ConfigMap: k8s.CrawlConfigMapName(crawl.ID),
 		StorageName: storageName, StoragePath: storagePath, StoreFilename: filename,
+		CrawlerChannel: crawl.CrawlerChannel, ProxyID: crawl.ProxyID,
 	}
 	if crawl.ProfileID != nil {
 		p, err := s.store.GetProfile(ctx, org.ID, *crawl.ProfileID)
@@ -207,12 +234,15 @@ func (s *Server) failUnlaunched(crawl *store.Crawl) {
 var (
 	errCrawlAlreadyRunning = badRequest("crawl_already_running")
 	errStorageQuotaReached = forbidden("storage_quota_reached")
+	errExecQuotaReached    = forbidden("exec_minutes_quota_reached")
 )
 
 // startIdleCrawl starts a crawl of wf, for a user's "run" and for the
 // scheduler alike, unless the workflow has a crawl that has not ended
-// (errCrawlAlreadyRunning) or the org's storage is full
-// (errStorageQuotaReached); a failed start is a 500 "Error starting
+// (errCrawlAlreadyRunning), the org's storage is full
+// (errStorageQuotaReached), its execution time is used up
+// (errExecQuotaReached), its channel is gone (errCrawlerNotFound) or its
+// proxy may not be used (errProxyNotFound); a failed start is a 500 "Error starting
 // crawl". The check below answers most cases; the store's guard (one
 // unfinished crawl per workflow, see store.AddCrawl) settles two starts of
 // the same workflow at the same moment, even on two replicas.
@@ -224,15 +254,45 @@ func (s *Server) startIdleCrawl(ctx context.Context, org *store.Org, wf *store.C
 	if len(active) > 0 {
 		return "", errCrawlAlreadyRunning
 	}
-	if org.StorageQuotaReached() {
-		return "", errStorageQuotaReached
+	if err := s.quotaAllowsStart(org); err != nil {
+		return "", err
 	}
 	id, err := s.startCrawl(ctx, org, wf, userID, manual)
+	var refused *apiError
 	switch {
-	case errors.Is(err, errCrawlAlreadyRunning):
+	case errors.As(err, &refused) && refused.status < http.StatusInternalServerError:
+		// Already running, a channel gone, a seed file gone or one the
+		// channel cannot read: the user's to fix, not a failed start.
 		return "", err
 	case err != nil:
 		return "", internal("Error starting crawl", err)
 	}
 	return id, nil
+}
+
+// quotaAllowsStart checks the org's quotas before a start: storage, then
+// execution time (upstream-2026 §6.6).
+func (s *Server) quotaAllowsStart(org *store.Org) error {
+	switch {
+	case org.StorageQuotaReached():
+		return errStorageQuotaReached
+	case org.ExecMinutesQuotaReached(s.now()):
+		return errExecQuotaReached
+	}
+	return nil
+}
+
+// recordSkippedCrawl records a scheduled crawl that the org's quotas
+// keep from starting: a finished crawl in a skipped state (upstream's
+// operator decides the same at the crawl's first sync), counted on its
+// workflow like any failed crawl. No CrawlJob is created.
+func (s *Server) recordSkippedCrawl(ctx context.Context, org *store.Org, wf *store.CrawlConfig, state string) (string, error) {
+	now := s.now()
+	crawl := newCrawl(wf, withPageQuota(org, wf.Config), wf.ModifiedBy, false, now)
+	crawl.State, crawl.Finished = state, &now
+	crawl.CrawlerChannel = channelOf(wf.CrawlerChannel)
+	if err := s.insertCrawl(ctx, crawl, wf, false); err != nil {
+		return "", err
+	}
+	return crawl.ID, s.finishCrawl(ctx, crawl.ID)
 }

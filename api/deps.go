@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/trawlerhq/trawler/k8s"
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
@@ -51,10 +52,24 @@ type Store interface {
 	RenameOrg(ctx context.Context, id uuid.UUID, name string) error
 	SetOrgUserRole(ctx context.Context, id, uid uuid.UUID, role store.Role) error
 	ChangeOrgMember(ctx context.Context, id, uid uuid.UUID, role *store.Role) error
-	SetOrgQuotas(ctx context.Context, id uuid.UUID, q store.OrgQuotas) error
+	UpdateOrgQuotas(ctx context.Context, id uuid.UUID, u store.QuotasUpdate) error
+	SetOrgProxies(ctx context.Context, id uuid.UUID, allowShared bool, allowed []string) error
 	SetOrgWebhooks(ctx context.Context, id uuid.UUID, urls map[string]string, origin string) error
 	GetDefaultOrg(ctx context.Context) (*store.Org, error)
 	SetOrgStorage(ctx context.Context, id uuid.UUID, st store.Storage) error
+
+	// Org deletion (a background job), export and import.
+	StartOrgDeletion(ctx context.Context, oid uuid.UUID, now time.Time) (*store.BackgroundJob, error)
+	GetJob(ctx context.Context, id string) (*store.BackgroundJob, error)
+	UnfinishedJobs(ctx context.Context, typ string) ([]store.BackgroundJob, error)
+	FinishJob(ctx context.Context, id string, success bool, at time.Time) error
+	RetryJob(ctx context.Context, id string, now time.Time) error
+	OrgActiveCrawls(ctx context.Context, oid uuid.UUID) ([]store.Crawl, error)
+	OrgItemsBatch(ctx context.Context, oid uuid.UUID, n int) ([]store.Crawl, error)
+	DeleteOrgItems(ctx context.Context, oid uuid.UUID, ids []string) error
+	DeleteOrgDocuments(ctx context.Context, oid uuid.UUID) error
+	ExportOrg(ctx context.Context, oid uuid.UUID, emit func(section string, doc bson.Raw) error) error
+	ImportOrg(ctx context.Context, in *store.OrgImport, members map[uuid.UUID]store.Role, remap map[uuid.UUID]uuid.UUID, storageName string) error
 
 	// Workflows and their revisions.
 	CreateCrawlConfig(ctx context.Context, c *store.CrawlConfig) error
@@ -79,6 +94,7 @@ type Store interface {
 	ActiveCrawls(ctx context.Context, oid, cid uuid.UUID) ([]store.Crawl, error)
 	UpdateCrawl(ctx context.Context, oid uuid.UUID, id string, upd store.CrawlUpdate) error
 	SetCrawlStopping(ctx context.Context, oid uuid.UUID, id string, stopping bool) error
+	SetCrawlPause(ctx context.Context, oid uuid.UUID, id string, pausedAt *time.Time) (*store.Crawl, error)
 	SetCrawlScale(ctx context.Context, oid uuid.UUID, id string, scale int) error
 	SetCrawlConfig(ctx context.Context, oid uuid.UUID, id string, cfg store.RawCrawlConfig) error
 	SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra store.CrawlStateExtra) (bool, *store.Crawl, error)
@@ -97,6 +113,13 @@ type Store interface {
 	CollectionRefs(ctx context.Context, oid uuid.UUID, ids []uuid.UUID) ([]store.Collection, error)
 	CheckCollections(ctx context.Context, oid uuid.UUID, ids []uuid.UUID) error
 	CollectionItems(ctx context.Context, oid, id uuid.UUID) ([]store.Crawl, error)
+
+	// Pages.
+	ListPages(ctx context.Context, q store.PageQuery) ([]store.Page, int64, error)
+	GetPage(ctx context.Context, oid uuid.UUID, crawlID string, id uuid.UUID) (*store.Page, error)
+	AddPages(ctx context.Context, pages []store.Page) (int, error)
+	ClearPages(ctx context.Context, crawlID string) error
+	RecountPages(ctx context.Context, crawlID string) (store.PageCounts, error)
 	UpdateCollection(ctx context.Context, oid, id uuid.UUID, upd store.CollectionUpdate) error
 	DeleteCollection(ctx context.Context, oid, id uuid.UUID) error
 	AddToCollection(ctx context.Context, oid, id uuid.UUID, itemIDs []string, now time.Time) (*store.Collection, error)
@@ -111,6 +134,12 @@ type Store interface {
 	DeleteProfile(ctx context.Context, oid, id uuid.UUID) error
 	ProfileWorkflows(ctx context.Context, oid, id uuid.UUID) ([]store.WorkflowRef, error)
 	ProfileNames(ctx context.Context, oid uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error)
+
+	// Seed files: files of URLs workflows crawl instead of their seeds.
+	AddSeedFile(ctx context.Context, f *store.SeedFile) error
+	GetSeedFile(ctx context.Context, oid, id uuid.UUID) (*store.SeedFile, error)
+	ListSeedFiles(ctx context.Context, oid uuid.UUID, f store.SeedFileFilter) ([]store.SeedFile, int64, error)
+	DeleteSeedFile(ctx context.Context, oid, id uuid.UUID) (*store.SeedFile, error)
 
 	// Webhook notifications: the API lists them and schedules manual
 	// retries; the Webhooks deliverer does the rest.
@@ -173,6 +202,9 @@ type CrawlLauncher interface {
 	LaunchCrawl(ctx context.Context, req k8s.CrawlRequest) error
 	// StopCrawl asks for a graceful stop (spec.stopping).
 	StopCrawl(ctx context.Context, crawlID string) error
+	// PauseCrawl pauses the crawl as of pausedAt (spec.pausedAt), or
+	// resumes it when pausedAt is zero.
+	PauseCrawl(ctx context.Context, crawlID string, pausedAt time.Time) error
 	// ScaleCrawl sets the desired number of crawler instances.
 	ScaleCrawl(ctx context.Context, crawlID string, scale int32) error
 	// RestartCrawl replaces the crawl config and restarts the crawlers.
@@ -200,4 +232,13 @@ type BrowserLauncher interface {
 	// PingProfileBrowser moves the browser's expiry to k8s.ProfileBrowserTTL from now.
 	PingProfileBrowser(ctx context.Context, browserID string) error
 	DeleteProfileBrowser(ctx context.Context, browserID string) error
+}
+
+// OrgObjects removes an org's objects from Kubernetes; k8s.Launcher
+// implements it.
+type OrgObjects interface {
+	// DeleteOrgObjects deletes the org's CrawlJobs, ProfileJobs,
+	// ConfigMaps and storage Secret, and answers how many CrawlJobs and
+	// ProfileJobs it found (0: none left).
+	DeleteOrgObjects(ctx context.Context, oid string) (int, error)
 }

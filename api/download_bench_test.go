@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
-	"runtime/debug"
 	"testing"
 	"time"
 
@@ -54,10 +52,7 @@ func benchFlatDownload(b *testing.B, url, token string, total int64) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		runtime.GC()
-		debug.FreeOSMemory()
-		idle := rsstest.RSS(b)
-		rsstest.ResetPeak(b)
+		idle := rsstest.Idle(b)
 		b.StartTimer()
 		start := time.Now()
 		n := getBody(b, url, token)

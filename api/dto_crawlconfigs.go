@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/robfig/cron/v3"
 
+	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/netpolicy"
 	"github.com/trawlerhq/trawler/store"
 )
@@ -29,6 +30,8 @@ type crawlConfigIn struct {
 	MaxCrawlSize          *int64       `json:"maxCrawlSize"`
 	Scale                 *int         `json:"scale"`
 	CrawlFilenameTemplate *string      `json:"crawlFilenameTemplate"`
+	CrawlerChannel        opt[string]  `json:"crawlerChannel"`
+	ProxyID               opt[string]  `json:"proxyId"`
 }
 
 // validate checks in against upstream's model and trawler's bounds;
@@ -47,6 +50,9 @@ func (in *crawlConfigIn) validate(maxScale int, allowed netpolicy.AllowList) err
 	validateWorkflowSettings(&v, workflowSettings{schedule: in.Schedule, jobType: in.JobType, scale: in.Scale,
 		timeout: in.CrawlTimeout, size: in.MaxCrawlSize, filenameTemplate: in.CrawlFilenameTemplate}, maxScale)
 	validateUUIDs(&v, in.AutoAddCollections, "body", "autoAddCollections")
+	if in.CrawlerChannel.Null {
+		v.notNull("body", "crawlerChannel")
+	}
 	return v.err()
 }
 
@@ -151,8 +157,11 @@ func toStoreCrawlConfig(in *crawlConfigIn, oid, by uuid.UUID, now time.Time) *st
 		ID: uuid.New(), OID: oid, Name: in.Name, Description: in.Description,
 		Schedule: deref1(in.Schedule), JobType: "custom", Config: toStoreRawConfig(in.Config),
 		Tags: in.Tags, Scale: 1, AutoAddCollections: parseUUIDs(in.AutoAddCollections),
-		CrawlFilenameTemplate: deref1(in.CrawlFilenameTemplate),
-		Created:               now, CreatedBy: by, Modified: now, ModifiedBy: by,
+		CrawlFilenameTemplate: deref1(in.CrawlFilenameTemplate), CrawlerChannel: k8s.DefaultChannel,
+		Created: now, CreatedBy: by, Modified: now, ModifiedBy: by,
+	}
+	if in.CrawlerChannel.given() {
+		c.CrawlerChannel = in.CrawlerChannel.Value
 	}
 	if in.JobType != nil {
 		c.JobType = *in.JobType
@@ -185,7 +194,19 @@ type crawlConfigUpdateIn struct {
 	MaxCrawlSize          opt[int64]       `json:"maxCrawlSize"`
 	Scale                 opt[int]         `json:"scale"`
 	CrawlFilenameTemplate opt[string]      `json:"crawlFilenameTemplate"`
+	CrawlerChannel        opt[string]      `json:"crawlerChannel"`
+	ProxyID               opt[string]      `json:"proxyId"`
 	Config                opt[rawConfigIn] `json:"config"`
+}
+
+// proxyApplies reports whether the PATCH's proxyId is for the workflow
+// itself: when it has no profile after the PATCH (a workflow with a
+// profile goes through the profile's proxy), as upstream.
+func (in *crawlConfigUpdateIn) proxyApplies(old *store.CrawlConfig) bool {
+	if in.ProfileID.given() {
+		return in.ProfileID.Value == ""
+	}
+	return old.ProfileID == nil
 }
 
 func (in *crawlConfigUpdateIn) validate(maxScale int, allowed netpolicy.AllowList) error {
@@ -201,6 +222,9 @@ func (in *crawlConfigUpdateIn) validate(maxScale int, allowed netpolicy.AllowLis
 	}
 	if in.Config.Set && in.Config.Null {
 		v.notNull("body", "config")
+	}
+	if in.CrawlerChannel.Null {
+		v.notNull("body", "crawlerChannel")
 	}
 	validateUUIDs(&v, in.AutoAddCollections.Value, "body", "autoAddCollections")
 	return v.err()
@@ -257,6 +281,21 @@ func diffWorkflow(in *crawlConfigUpdateIn, old *store.CrawlConfig) workflowChang
 		u.Scale = store.Some(in.Scale.Value)
 		ch.settingsChanged = true
 	}
+	if in.CrawlerChannel.given() && in.CrawlerChannel.Value != channelOf(old.CrawlerChannel) {
+		u.CrawlerChannel = store.Some(in.CrawlerChannel.Value)
+		ch.settingsChanged = true
+	}
+	// "" clears the proxy; null leaves it.
+	if in.ProxyID.given() && in.proxyApplies(old) {
+		var id *string
+		if in.ProxyID.Value != "" {
+			id = &in.ProxyID.Value
+		}
+		if !eqPtr(id, old.ProxyID) {
+			u.ProxyID = store.Some(id)
+			ch.settingsChanged = true
+		}
+	}
 	if in.CrawlFilenameTemplate.given() && in.CrawlFilenameTemplate.Value != old.CrawlFilenameTemplate {
 		u.CrawlFilenameTemplate = store.Some(in.CrawlFilenameTemplate.Value)
 		ch.settingsChanged = true
@@ -301,5 +340,6 @@ func sameUUIDSet(a, b []uuid.UUID) bool {
 func toRevision(old *store.CrawlConfig) *store.ConfigRevision {
 	return &store.ConfigRevision{ID: uuid.New(), CID: old.ID, Schedule: old.Schedule, Config: old.Config,
 		ProfileID: old.ProfileID, CrawlTimeout: old.CrawlTimeout, MaxCrawlSize: old.MaxCrawlSize,
-		Scale: old.Scale, Modified: old.Modified, ModifiedBy: old.ModifiedBy, Rev: old.Rev}
+		Scale: old.Scale, CrawlerChannel: channelOf(old.CrawlerChannel),
+		Modified: old.Modified, ModifiedBy: old.ModifiedBy, Rev: old.Rev}
 }

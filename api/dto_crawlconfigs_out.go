@@ -40,11 +40,22 @@ type crawlConfigOut struct {
 	LastRun              *string      `json:"lastRun"`
 	IsCrawlRunning       bool         `json:"isCrawlRunning"`
 	LastCrawlStopping    bool         `json:"lastCrawlStopping"`
-	ProfileName          *string      `json:"profileName"`
-	CreatedByName        *string      `json:"createdByName"`
-	ModifiedByName       *string      `json:"modifiedByName"`
-	LastStartedByName    *string      `json:"lastStartedByName"`
-	FirstSeed            *string      `json:"firstSeed"`
+	// The running crawl's pause: upstream's fields, null when none runs.
+	LastCrawlShouldPause  bool    `json:"lastCrawlShouldPause"`
+	LastCrawlPausedAt     *string `json:"lastCrawlPausedAt"`
+	LastCrawlPausedExpiry *string `json:"lastCrawlPausedExpiry"`
+	ProfileName           *string `json:"profileName"`
+	CreatedByName         *string `json:"createdByName"`
+	ModifiedByName        *string `json:"modifiedByName"`
+	LastStartedByName     *string `json:"lastStartedByName"`
+	FirstSeed             *string `json:"firstSeed"`
+	CrawlerChannel        string  `json:"crawlerChannel"`
+	// ProxyID is the workflow's proxy; GET of one workflow with a profile
+	// shows the profile's (getCrawlConfig).
+	ProxyID *string `json:"proxyId"`
+	// SeedCount is the seed file's line count, on seed-file workflows
+	// only: the others keep their 2023 shape.
+	SeedCount *int64 `json:"seedCount,omitempty"`
 }
 
 // toCrawlConfigOut converts a workflow; users resolves the …ByName
@@ -70,11 +81,16 @@ func toCrawlConfigOut(c *store.CrawlConfig, users map[uuid.UUID]store.User) craw
 		LastStartedBy: c.LastStartedBy, LastCrawlTime: fmtTimePtr(c.LastCrawlTime),
 		LastCrawlState: c.LastCrawlState, LastCrawlSize: c.LastCrawlSize, LastRun: fmtTimePtr(c.LastRun),
 		IsCrawlRunning: c.IsCrawlRunning, LastCrawlStopping: c.LastCrawlStopping,
+		LastCrawlShouldPause: c.LastCrawlShouldPause, LastCrawlPausedAt: fmtTimePtr(c.LastCrawlPausedAt),
 		CreatedByName: userName(users, &c.CreatedBy), ModifiedByName: userName(users, &c.ModifiedBy),
-		LastStartedByName: userName(users, c.LastStartedBy),
+		LastStartedByName: userName(users, c.LastStartedBy), CrawlerChannel: channelOf(c.CrawlerChannel),
+		ProxyID: c.ProxyID,
 	}
 	if c.FirstSeed != "" {
 		out.FirstSeed = &c.FirstSeed
+	}
+	if c.Config.SeedFileID != nil {
+		out.SeedCount = &c.SeedCount
 	}
 	return out
 }
@@ -104,23 +120,24 @@ func workflowUserIDs(cs ...store.CrawlConfig) []uuid.UUID {
 
 // revisionOut is one ConfigRevision.
 type revisionOut struct {
-	ID           uuid.UUID    `json:"id"`
-	CID          uuid.UUID    `json:"cid"`
-	Schedule     string       `json:"schedule"`
-	Config       rawConfigOut `json:"config"`
-	ProfileID    *uuid.UUID   `json:"profileid"`
-	CrawlTimeout int64        `json:"crawlTimeout"`
-	MaxCrawlSize int64        `json:"maxCrawlSize"`
-	Scale        int          `json:"scale"`
-	Modified     string       `json:"modified"`
-	ModifiedBy   uuid.UUID    `json:"modifiedBy"`
-	Rev          int          `json:"rev"`
+	ID             uuid.UUID    `json:"id"`
+	CID            uuid.UUID    `json:"cid"`
+	Schedule       string       `json:"schedule"`
+	Config         rawConfigOut `json:"config"`
+	ProfileID      *uuid.UUID   `json:"profileid"`
+	CrawlTimeout   int64        `json:"crawlTimeout"`
+	MaxCrawlSize   int64        `json:"maxCrawlSize"`
+	Scale          int          `json:"scale"`
+	Modified       string       `json:"modified"`
+	ModifiedBy     uuid.UUID    `json:"modifiedBy"`
+	Rev            int          `json:"rev"`
+	CrawlerChannel string       `json:"crawlerChannel"`
 }
 
 func toRevisionOut(r *store.ConfigRevision) revisionOut {
 	return revisionOut{ID: r.ID, CID: r.CID, Schedule: r.Schedule, Config: toRawConfigOut(r.Config),
 		ProfileID: r.ProfileID, CrawlTimeout: r.CrawlTimeout, MaxCrawlSize: r.MaxCrawlSize, Scale: r.Scale,
-		Modified: fmtTime(r.Modified), ModifiedBy: r.ModifiedBy, Rev: r.Rev}
+		Modified: fmtTime(r.Modified), ModifiedBy: r.ModifiedBy, Rev: r.Rev, CrawlerChannel: channelOf(r.CrawlerChannel)}
 }
 
 // Response bodies of the workflow routes.
@@ -130,6 +147,11 @@ type (
 		ID                  uuid.UUID `json:"id"`
 		RunNowJob           *string   `json:"run_now_job"`
 		StorageQuotaReached bool      `json:"storageQuotaReached"`
+		// ExecMinutesQuotaReached and ErrorDetail are upstream's current
+		// fields: why a runNow did not start (errorDetail omitted when it
+		// did, so the baseline's body is unchanged).
+		ExecMinutesQuotaReached bool    `json:"execMinutesQuotaReached"`
+		ErrorDetail             *string `json:"errorDetail,omitempty"`
 	}
 	crawlConfigUpdatedOut struct {
 		Updated         bool `json:"updated"`

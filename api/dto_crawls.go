@@ -40,6 +40,23 @@ type crawlOut struct {
 	ProfileName   *string       `json:"profileName"`
 	Stopping      *bool         `json:"stopping"`
 	Manual        *bool         `json:"manual"`
+	// ShouldPause and PausedAt are the last pause or resume request
+	// (upstream's fields; null for uploads).
+	ShouldPause *bool   `json:"shouldPause"`
+	PausedAt    *string `json:"pausedAt"`
+	// CrawlerChannel is "default" for uploads and older crawls, as
+	// upstream's model default; Image is null for them.
+	CrawlerChannel string  `json:"crawlerChannel"`
+	Image          *string `json:"image"`
+	// The page counters (upstream-2026 §3.2), 0 until the item's pages
+	// are counted.
+	PageCount       int `json:"pageCount"`
+	UniquePageCount int `json:"uniquePageCount"`
+	FilePageCount   int `json:"filePageCount"`
+	ErrorPageCount  int `json:"errorPageCount"`
+	// CrawlExecSeconds are the crawler-pod seconds counted for the crawl
+	// (upstream-2026 §6.4); 0 for uploads.
+	CrawlExecSeconds int64 `json:"crawlExecSeconds"`
 }
 
 // toCrawlOut converts a crawl or an upload in its list-item form:
@@ -57,11 +74,17 @@ func toCrawlOut(c *store.Crawl, refs crawlRefs) crawlOut {
 		Started: fmtTime(c.Started), Finished: fmtTimePtr(c.Finished), State: c.State,
 		FileSize: c.FileSize, FileCount: c.FileCount, Tags: nonNil(c.Tags),
 		CollectionIDs: nonNil(c.CollectionIDs), ProfileName: nameOf(refs.profiles, c.OID, c.ProfileID),
+		CrawlerChannel: channelOf(c.CrawlerChannel), PageCount: c.PageCount, UniquePageCount: c.UniquePageCount,
+		FilePageCount: c.FilePageCount, ErrorPageCount: c.ErrorPageCount, CrawlExecSeconds: c.CrawlExecSeconds,
+	}
+	if c.Image != "" {
+		out.Image = &c.Image
 	}
 	if typ == store.TypeCrawl {
 		config := toRawConfigOut(c.Config)
 		out.CID, out.CIDRev, out.Config = &c.CID, &c.CIDRev, &config
 		out.Stopping, out.Manual = &c.Stopping, &c.Manual
+		out.ShouldPause, out.PausedAt = &c.ShouldPause, fmtTimePtr(c.PausedAt)
 	}
 	if c.FirstSeed != "" {
 		out.FirstSeed = &c.FirstSeed

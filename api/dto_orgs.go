@@ -1,6 +1,8 @@
 package api
 
 import (
+	"time"
+
 	"github.com/google/uuid"
 
 	"github.com/trawlerhq/trawler/store"
@@ -42,13 +44,34 @@ type settingsOut struct {
 	DefaultBehaviorTimeSeconds int   `json:"defaultBehaviorTimeSeconds"`
 	MaxPagesPerCrawl           int   `json:"maxPagesPerCrawl"`
 	DefaultPageLoadTimeSeconds int   `json:"defaultPageLoadTimeSeconds"`
+	// PausedExpiryMinutes is how long a crawl may stay paused;
+	// RateLimitDurationMinutes upstream's rate-limit pause, which trawler
+	// does not have (0).
+	PausedExpiryMinutes      int64 `json:"pausedExpiryMinutes"`
+	RateLimitDurationMinutes int64 `json:"rateLimitDurationMinutes"`
 }
 
-// quotasOut are an org's limits on the wire, upstream's three keys.
+// quotasOut are an org's limits on the wire: the baseline's three keys
+// and upstream's execution-time quotas.
 type quotasOut struct {
-	MaxConcurrentCrawls int   `json:"maxConcurrentCrawls"`
-	MaxPagesPerCrawl    int   `json:"maxPagesPerCrawl"`
-	StorageQuota        int64 `json:"storageQuota"`
+	MaxConcurrentCrawls    int   `json:"maxConcurrentCrawls"`
+	MaxPagesPerCrawl       int   `json:"maxPagesPerCrawl"`
+	StorageQuota           int64 `json:"storageQuota"`
+	MaxExecMinutesPerMonth int64 `json:"maxExecMinutesPerMonth"`
+	ExtraExecMinutes       int64 `json:"extraExecMinutes"`
+	GiftedExecMinutes      int64 `json:"giftedExecMinutes"`
+}
+
+func toQuotasOut(q store.OrgQuotas) quotasOut {
+	return quotasOut{MaxConcurrentCrawls: q.MaxConcurrentCrawls, MaxPagesPerCrawl: q.MaxPagesPerCrawl,
+		StorageQuota: q.StorageQuota, MaxExecMinutesPerMonth: q.MaxExecMinutesPerMonth,
+		ExtraExecMinutes: q.ExtraExecMinutes, GiftedExecMinutes: q.GiftedExecMinutes}
+}
+
+// quotaUpdateOut is one entry of an org's quotaUpdates.
+type quotaUpdateOut struct {
+	Modified string         `json:"modified"`
+	Update   map[string]any `json:"update"`
 }
 
 // orgMemberOut is one member as owners see them.
@@ -68,18 +91,45 @@ type orgOut struct {
 	Usage       *map[string]int64        `json:"usage"`
 	Default     bool                     `json:"default"`
 	BytesStored int64                    `json:"bytesStored"`
-	Origin      *string                  `json:"origin"`
-	WebhookURLs webhookURLs              `json:"webhookUrls"`
-	Quotas      quotasOut                `json:"quotas"`
+	// BytesStoredSeedFiles is upstream's current field, left out while
+	// the org has no seed files, so that orgs keep their 2023 shape.
+	BytesStoredSeedFiles int64       `json:"bytesStoredSeedFiles,omitempty"`
+	Origin               *string     `json:"origin"`
+	WebhookURLs          webhookURLs `json:"webhookUrls"`
+	Quotas               quotasOut   `json:"quotas"`
+	// The crawler proxies the org may use (upstream HEAD's fields).
+	AllowSharedProxies bool     `json:"allowSharedProxies"`
+	AllowedProxies     []string `json:"allowedProxies"`
+
+	// The execution-time counters (upstream-2026 §6.1); the month maps
+	// are {} for viewers, as upstream.
+	CrawlExecSeconds           map[string]int64 `json:"crawlExecSeconds"`
+	MonthlyExecSeconds         map[string]int64 `json:"monthlyExecSeconds"`
+	GiftedExecSeconds          map[string]int64 `json:"giftedExecSeconds"`
+	ExtraExecSeconds           map[string]int64 `json:"extraExecSeconds"`
+	GiftedExecSecondsAvailable int64            `json:"giftedExecSecondsAvailable"`
+	ExtraExecSecondsAvailable  int64            `json:"extraExecSecondsAvailable"`
+	QuotaUpdates               []quotaUpdateOut `json:"quotaUpdates"`
+	// StorageQuotaReached and ExecMinutesQuotaReached are computed by
+	// GET /orgs/{oid} only (false in lists, as upstream).
+	StorageQuotaReached     bool `json:"storageQuotaReached"`
+	ExecMinutesQuotaReached bool `json:"execMinutesQuotaReached"`
 }
 
 // toOrgOut serializes o for a caller holding role; members holds the
 // user records of o's members (needed for owners only).
 func toOrgOut(o *store.Org, role store.Role, members map[uuid.UUID]store.User) orgOut {
 	out := orgOut{ID: o.ID, Name: o.Name, Default: o.Default, BytesStored: o.BytesStored,
-		WebhookURLs: toWebhookURLs(o.WebhookURLs), Quotas: quotasOut{
-			MaxConcurrentCrawls: o.Quotas.MaxConcurrentCrawls, MaxPagesPerCrawl: o.Quotas.MaxPagesPerCrawl,
-			StorageQuota: o.Quotas.StorageQuota}}
+		BytesStoredSeedFiles: o.BytesStoredSeedFiles,
+		WebhookURLs:          toWebhookURLs(o.WebhookURLs), Quotas: toQuotasOut(o.Quotas),
+		AllowSharedProxies: o.AllowSharedProxies, AllowedProxies: nonNil(o.AllowedProxies),
+		GiftedExecSecondsAvailable: o.GiftedExecSecondsAvailable, ExtraExecSecondsAvailable: o.ExtraExecSecondsAvailable,
+		CrawlExecSeconds: map[string]int64{}, MonthlyExecSeconds: nonNilMonths(o.MonthlyExecSeconds),
+		GiftedExecSeconds: nonNilMonths(o.GiftedExecSeconds), ExtraExecSeconds: nonNilMonths(o.ExtraExecSeconds),
+		QuotaUpdates: make([]quotaUpdateOut, 0, len(o.QuotaUpdates))}
+	for _, u := range o.QuotaUpdates {
+		out.QuotaUpdates = append(out.QuotaUpdates, quotaUpdateOut{Modified: fmtTime(u.Modified), Update: u.Update})
+	}
 	if o.Origin != "" {
 		out.Origin = &o.Origin
 	}
@@ -96,6 +146,7 @@ func toOrgOut(o *store.Org, role store.Role, members map[uuid.UUID]store.User) o
 		out.Users = &users
 	}
 	if role >= store.RoleCrawler {
+		out.CrawlExecSeconds = nonNilMonths(o.CrawlExecSeconds)
 		usage := o.Usage
 		if usage == nil {
 			usage = map[string]int64{}
@@ -103,6 +154,14 @@ func toOrgOut(o *store.Org, role store.Role, members map[uuid.UUID]store.User) o
 		out.Usage = &usage
 	}
 	return out
+}
+
+// nonNilMonths is a month map as upstream serialises it: {} when empty.
+func nonNilMonths(m map[string]int64) map[string]int64 {
+	if m == nil {
+		return map[string]int64{}
+	}
+	return m
 }
 
 // orgCreateIn is POST /api/orgs/create.
@@ -153,31 +212,39 @@ type removeUserIn struct {
 	Email *string `json:"email"`
 }
 
-// quotasIn is POST /api/orgs/{oid}/quotas; absent fields become 0, other
+// quotasIn is POST /api/orgs/{oid}/quotas. The baseline's three quotas
+// become 0 when absent (as in 2023); an execution-time quota that is
+// absent or null is left as it is (upstream's current "set" mode). Other
 // keys are ignored (as upstream).
 type quotasIn struct {
-	MaxConcurrentCrawls int   `json:"maxConcurrentCrawls"`
-	MaxPagesPerCrawl    int   `json:"maxPagesPerCrawl"`
-	StorageQuota        int64 `json:"storageQuota"`
+	MaxConcurrentCrawls    int    `json:"maxConcurrentCrawls"`
+	MaxPagesPerCrawl       int    `json:"maxPagesPerCrawl"`
+	StorageQuota           int64  `json:"storageQuota"`
+	MaxExecMinutesPerMonth *int64 `json:"maxExecMinutesPerMonth"`
+	ExtraExecMinutes       *int64 `json:"extraExecMinutes"`
+	GiftedExecMinutes      *int64 `json:"giftedExecMinutes"`
 }
 
 func (in quotasIn) validate() error {
 	var v validator
+	concurrent, pages := int64(in.MaxConcurrentCrawls), int64(in.MaxPagesPerCrawl)
 	for _, f := range []struct {
 		name string
-		n    int64
-	}{{"maxConcurrentCrawls", int64(in.MaxConcurrentCrawls)}, {"maxPagesPerCrawl", int64(in.MaxPagesPerCrawl)},
-		{"storageQuota", in.StorageQuota}} {
-		if f.n < 0 {
-			v.between(f.n, 0, 0, "body", f.name)
+		n    *int64
+	}{{"maxConcurrentCrawls", &concurrent}, {"maxPagesPerCrawl", &pages},
+		{"storageQuota", &in.StorageQuota}, {"maxExecMinutesPerMonth", in.MaxExecMinutesPerMonth},
+		{"extraExecMinutes", in.ExtraExecMinutes}, {"giftedExecMinutes", in.GiftedExecMinutes}} {
+		if f.n != nil && *f.n < 0 {
+			v.between(*f.n, 0, 0, "body", f.name)
 		}
 	}
 	return v.err()
 }
 
-func toStoreQuotas(in quotasIn) store.OrgQuotas {
-	return store.OrgQuotas{MaxConcurrentCrawls: in.MaxConcurrentCrawls, MaxPagesPerCrawl: in.MaxPagesPerCrawl,
-		StorageQuota: in.StorageQuota}
+func toQuotasUpdate(in quotasIn, now time.Time) store.QuotasUpdate {
+	return store.QuotasUpdate{MaxConcurrentCrawls: in.MaxConcurrentCrawls, MaxPagesPerCrawl: in.MaxPagesPerCrawl,
+		StorageQuota: in.StorageQuota, MaxExecMinutesPerMonth: in.MaxExecMinutesPerMonth,
+		ExtraExecMinutes: in.ExtraExecMinutes, GiftedExecMinutes: in.GiftedExecMinutes, Modified: now}
 }
 
 // validRole reports a role one can give a member.

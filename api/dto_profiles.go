@@ -29,8 +29,10 @@ func (in *profileIn) validate() error {
 
 // browserIn is POST /profiles/browser (upstream ProfileLaunchBrowserIn).
 type browserIn struct {
-	URL       *string `json:"url"`
-	ProfileID *string `json:"profileId"`
+	URL            *string     `json:"url"`
+	ProfileID      *string     `json:"profileId"`
+	CrawlerChannel opt[string] `json:"crawlerChannel"`
+	ProxyID        opt[string] `json:"proxyId"`
 }
 
 // validate checks in; allowed are the internal ranges the URL may name.
@@ -43,6 +45,9 @@ func (in *browserIn) validate(allowed netpolicy.AllowList) error {
 	}
 	if in.ProfileID != nil {
 		validateUUID4(&v, *in.ProfileID, "body", "profileId")
+	}
+	if in.CrawlerChannel.Null {
+		v.notNull("body", "crawlerChannel")
 	}
 	return v.err()
 }
@@ -106,13 +111,19 @@ type profileOut struct {
 	Origins     []string       `json:"origins"`
 	Resource    profileFileOut `json:"resource"`
 	Created     string         `json:"created"`
+	// ProxyID is the proxy the profile was made through, null for none.
+	ProxyID *string `json:"proxyId"`
 }
 
 func toProfileOut(p *store.Profile) profileOut {
-	return profileOut{ID: p.ID, Name: p.Name, Description: p.Description, UserID: p.UserID, OID: p.OID,
+	out := profileOut{ID: p.ID, Name: p.Name, Description: p.Description, UserID: p.UserID, OID: p.OID,
 		Origins: nonNil(p.Origins), Created: fmtTime(p.Created), Resource: profileFileOut{
 			Filename: p.Resource.Filename, Hash: p.Resource.Hash, Size: p.Resource.Size,
 			DefStorageName: p.Resource.DefStorageName}}
+	if p.ProxyID != "" {
+		out.ProxyID = &p.ProxyID
+	}
+	return out
 }
 
 // workflowRefOut names a workflow.

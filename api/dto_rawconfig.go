@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"github.com/trawlerhq/trawler/netpolicy"
 	"github.com/trawlerhq/trawler/store"
 )
@@ -101,6 +103,8 @@ type rawConfigIn struct {
 	UseSitemap      *bool      `json:"useSitemap"`
 	Logging         *string    `json:"logging"`
 	Behaviors       *string    `json:"behaviors"`
+	// SeedFileID names a seed file of the org to crawl instead of seeds.
+	SeedFileID *string `json:"seedFileId"`
 }
 
 // validate checks the config; loc is its path in the body. Regexes are
@@ -108,8 +112,13 @@ type rawConfigIn struct {
 // crawler would exit on is refused here; so are seeds at internal
 // addresses outside allowed.
 func (in *rawConfigIn) validate(v *validator, allowed netpolicy.AllowList, loc ...any) {
-	if in.Seeds == nil {
+	if in.Seeds == nil && in.SeedFileID == nil {
 		v.missing(at(loc, "seeds")...)
+	}
+	if in.SeedFileID != nil {
+		if _, err := uuid.Parse(*in.SeedFileID); err != nil {
+			v.add("value is not a valid uuid", "type_error.uuid", at(loc, "seedFileId")...)
+		}
 	}
 	v.maxItems(len(in.Seeds), maxSeeds, at(loc, "seeds")...)
 	for i, sd := range in.Seeds {
@@ -213,6 +222,11 @@ func toStoreRawConfig(in *rawConfigIn) store.RawCrawlConfig {
 		b := defaultBehaviors
 		out.Behaviors = &b
 	}
+	// Every URL of a seed file is a page-scoped seed (upstream forces it).
+	if in.SeedFileID != nil {
+		id := uuid.MustParse(*in.SeedFileID) // checked by validate
+		out.SeedFileID, out.ScopeType = &id, "page"
+	}
 	for i, sd := range in.Seeds {
 		out.Seeds[i] = store.Seed{URL: strings.TrimSpace(deref1(sd.URL)), ScopeType: sd.ScopeType,
 			Include: sd.Include.Patterns, Exclude: sd.Exclude.Patterns, AllowHash: sd.AllowHash,
@@ -264,6 +278,9 @@ type rawConfigOut struct {
 	UseSitemap      bool      `json:"useSitemap"`
 	Logging         *string   `json:"logging"`
 	Behaviors       *string   `json:"behaviors"`
+	// SeedFileID is left out of configs without one, which keep their
+	// 2023 shape.
+	SeedFileID *uuid.UUID `json:"seedFileId,omitempty"`
 }
 
 // patternsOut echoes patterns as they were given: null, string or list.
@@ -288,7 +305,7 @@ func toRawConfigOut(c store.RawCrawlConfig) rawConfigOut {
 		BehaviorTimeout: c.BehaviorTimeout, PageLoadTimeout: c.PageLoadTimeout,
 		PageExtraDelay: c.PageExtraDelay, Workers: c.Workers, Headless: c.Headless,
 		GenerateWACZ: c.GenerateWACZ, CombineWARC: c.CombineWARC, UseSitemap: c.UseSitemap,
-		Logging: c.Logging, Behaviors: c.Behaviors,
+		Logging: c.Logging, Behaviors: c.Behaviors, SeedFileID: c.SeedFileID,
 	}
 	for i, sd := range c.Seeds {
 		out.Seeds[i] = seedOut{URL: sd.URL, ScopeType: sd.ScopeType, Include: patternsOut(sd.Include),
@@ -300,7 +317,12 @@ func toRawConfigOut(c store.RawCrawlConfig) rawConfigOut {
 
 // crawlerConfigJSON is the crawl-config.json handed to the crawler: the
 // wire form without its null fields.
-func crawlerConfigJSON(c store.RawCrawlConfig) ([]byte, error) {
+func crawlerConfigJSON(c store.RawCrawlConfig) ([]byte, error) { return seededConfigJSON(c, "") }
+
+// seededConfigJSON is crawlerConfigJSON for a crawler that downloads its
+// seed file by seedFile: the crawler gets the link as "seedFile", never
+// the file's id (upstream-2026.md §0.4).
+func seededConfigJSON(c store.RawCrawlConfig, seedFile string) ([]byte, error) {
 	raw, err := json.Marshal(toRawConfigOut(c))
 	if err != nil {
 		return nil, err
@@ -313,6 +335,10 @@ func crawlerConfigJSON(c store.RawCrawlConfig) ([]byte, error) {
 		return nil, err
 	}
 	dropNulls(m)
+	delete(m, "seedFileId")
+	if seedFile != "" {
+		m["seedFile"] = seedFile
+	}
 	return json.Marshal(m)
 }
 

@@ -31,8 +31,22 @@ func (e *apiError) Error() string {
 
 func (e *apiError) Unwrap() error { return e.cause }
 
-func badRequest(detail any) error   { return &apiError{status: http.StatusBadRequest, detail: detail} }
-func notFound(detail string) error  { return &apiError{status: http.StatusNotFound, detail: detail} }
+func badRequest(detail any) error  { return &apiError{status: http.StatusBadRequest, detail: detail} }
+func notFound(detail string) error { return &apiError{status: http.StatusNotFound, detail: detail} }
+
+// errorDetailOf is the detail string an error answers with, nil for an
+// error without one (a 500's cause stays hidden).
+func errorDetailOf(err error) *string {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		return nil
+	}
+	if d, ok := ae.detail.(string); ok {
+		return &d
+	}
+	return nil
+}
+
 func forbidden(detail string) error { return &apiError{status: http.StatusForbidden, detail: detail} }
 func unauthorized() error           { return &apiError{status: http.StatusUnauthorized, detail: "Unauthorized"} }
 func internal(detail string, cause error) error {
@@ -63,6 +77,9 @@ const (
 	detailCrawlNotFound     = "crawl_not_found"
 	detailNoCrawlPermission = "User does not have permission to modify crawls"
 	detailNoOwnerPermission = "User does not have permission to perform this action"
+	// detailOrgNotFound is upstream HEAD's 404 of an org (the 2023
+	// routes keep orgNotFound's).
+	detailOrgNotFound = "org_not_found"
 	// detailServiceUnavailable: MongoDB (or, for /readyz, anything the
 	// process needs) cannot be reached now; a retry may work.
 	detailServiceUnavailable = "service_unavailable"

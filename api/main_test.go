@@ -51,7 +51,7 @@ const testSecret = "test-secret"
 type fakeLauncher struct {
 	mu       sync.Mutex
 	launched []k8s.CrawlRequest
-	calls    []string // "stop <id>", "cancel <id>", "scale <id> <n>", "restart <id>"
+	calls    []string // "stop <id>", "cancel <id>", "scale <id> <n>", "restart <id>", "pause <id>", "resume <id>"
 	gone     map[string]bool
 	fail     error
 }
@@ -85,8 +85,30 @@ func (f *fakeLauncher) CancelCrawl(_ context.Context, id string) error {
 func (f *fakeLauncher) ScaleCrawl(_ context.Context, id string, n int32) error {
 	return f.record(fmt.Sprintf("scale %s %d", id, n), id)
 }
+func (f *fakeLauncher) PauseCrawl(_ context.Context, id string, at time.Time) error {
+	if at.IsZero() {
+		return f.record("resume "+id, id)
+	}
+	return f.record("pause "+id, id)
+}
 func (f *fakeLauncher) RestartCrawl(_ context.Context, id string, _ []byte) error {
 	return f.record("restart "+id, id)
+}
+
+// lastPause reports whether the last pause or resume call for id was a
+// pause.
+func (f *fakeLauncher) lastPause(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := len(f.calls) - 1; i >= 0; i-- {
+		switch f.calls[i] {
+		case "pause " + id:
+			return true
+		case "resume " + id:
+			return false
+		}
+	}
+	return false
 }
 
 func (f *fakeLauncher) callList() []string {
@@ -140,8 +162,12 @@ const (
 // page limit.
 func testConfig() Config {
 	return Config{
+		CrawlerChannels: k8s.CrawlerChannels{
+			{ID: "default", Image: "webrecorder/browsertrix-crawler:latest", ImagePullPolicy: "Always", Protocol: "0.11"},
+			{ID: "test", Image: testChannelImage, Protocol: "1.x"},
+		},
 		JWTSecret: []byte(testSecret), TokenLifetime: 1440 * time.Minute,
-		MaxCrawlScale: 3, MaxPagesPerCrawl: 4,
+		MaxCrawlScale: 3, MaxPagesPerCrawl: 4, PausedCrawlLimit: 10080 * time.Minute,
 		DefaultFilenameTemplate: "@ts-@hostsuffix.wacz",
 		CrawlerNamespace:        "crawlers", ClusterDomain: "cluster.local",
 		InviteLifetime: 7 * 24 * time.Hour, PresignDuration: time.Hour,
@@ -156,6 +182,10 @@ func testConfig() Config {
 		LoginAccountMaxDelay: 30 * time.Second,
 	}
 }
+
+// testChannelImage is the image of the tests' second crawler channel,
+// "test", which leaves its pull policy to the default.
+const testChannelImage = "webrecorder/browsertrix-crawler:edge"
 
 func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
 

@@ -17,13 +17,14 @@ func (s *Server) loadOrg(a access) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			raw := c.Param("oid")
+			unknown := func() error { return orgNotFoundFor(a, raw) }
 			oid, err := uuid.Parse(raw)
 			if err != nil {
-				return orgNotFound(raw)
+				return unknown()
 			}
 			org, err := s.store.GetOrg(c.Request().Context(), oid)
 			if errors.Is(err, store.ErrNotFound) {
-				return orgNotFound(raw)
+				return unknown()
 			}
 			if err != nil {
 				return err
@@ -32,12 +33,12 @@ func (s *Server) loadOrg(a access) echo.MiddlewareFunc {
 			role := org.RoleOf(u)
 			switch {
 			case role < store.RoleViewer:
-				return orgNotFound(raw)
-			case a == accessOrgCrawler && role < store.RoleCrawler:
+				return unknown()
+			case (a == accessOrgCrawler || a == accessOrgCrawlerHead) && role < store.RoleCrawler:
 				return forbidden(detailNoCrawlPermission)
-			case a == accessOrgOwner && role < store.RoleOwner:
+			case (a == accessOrgOwner || a == accessOrgOwnerSuperuserHead) && role < store.RoleOwner:
 				return forbidden(detailNoOwnerPermission)
-			case a == accessOrgSuperuser && !u.IsSuperuser:
+			case (a == accessOrgSuperuser || a == accessOrgSuperuserHead || a == accessOrgOwnerSuperuserHead) && !u.IsSuperuser:
 				return forbidden(detailNotAllowed)
 			}
 			c.Set("org", org)
@@ -45,6 +46,16 @@ func (s *Server) loadOrg(a access) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// orgNotFoundFor is the 404 of an org the caller may not see: upstream
+// HEAD's "org_not_found" on routes added since 2023, the 2023 detail
+// naming the id on the others.
+func orgNotFoundFor(a access, raw string) error {
+	if a == accessOrgCrawlerHead || a == accessOrgSuperuserHead || a == accessOrgOwnerSuperuserHead {
+		return notFound(detailOrgNotFound)
+	}
+	return orgNotFound(raw)
 }
 
 // currentOrg is the org of an /api/orgs/{oid}/... route.
@@ -97,10 +108,12 @@ func (s *Server) listOrgs(c echo.Context) error {
 }
 
 func (s *Server) getOrg(c echo.Context) error {
-	out, err := s.orgOutFor(c, currentOrg(c), currentRole(c))
+	org := currentOrg(c)
+	out, err := s.orgOutFor(c, org, currentRole(c))
 	if err != nil {
 		return err
 	}
+	out.StorageQuotaReached, out.ExecMinutesQuotaReached = org.StorageQuotaReached(), org.ExecMinutesQuotaReached(s.now())
 	return c.JSON(http.StatusOK, out)
 }
 
@@ -269,7 +282,7 @@ func (s *Server) setOrgQuotas(c echo.Context) error {
 	if err := in.validate(); err != nil {
 		return err
 	}
-	if err := s.store.SetOrgQuotas(c.Request().Context(), currentOrg(c).ID, toStoreQuotas(in)); err != nil {
+	if err := s.store.UpdateOrgQuotas(c.Request().Context(), currentOrg(c).ID, toQuotasUpdate(in, s.now())); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, updatedOut{Updated: true})

@@ -12,7 +12,9 @@ import (
 // as each role sees them, before and after the org has usage, webhook URLs
 // and an origin: users only for owners and usage only for crawlers and up
 // (null for the others), storage never, webhookUrls always with every
-// event's key, quotas with upstream's three keys.
+// event's key, quotas with the baseline's three keys and upstream's
+// execution-time ones, the execution-time counters (crawlExecSeconds {}
+// for viewers) and the quota history.
 func TestOrgSerializationByRole(t *testing.T) {
 	e := newEnv(t)
 	ids := map[string]string{}
@@ -28,7 +30,25 @@ func TestOrgSerializationByRole(t *testing.T) {
 	org := map[string]any{
 		"id": e.org.String(), "name": "My Organization", "users": members, "usage": map[string]any{},
 		"default": true, "bytesStored": 0.0, "origin": nil, "webhookUrls": noURLs,
-		"quotas": map[string]any{"maxConcurrentCrawls": 0.0, "maxPagesPerCrawl": 0.0, "storageQuota": 0.0},
+		"quotas": map[string]any{"maxConcurrentCrawls": 0.0, "maxPagesPerCrawl": 0.0, "storageQuota": 0.0,
+			"maxExecMinutesPerMonth": 0.0, "extraExecMinutes": 0.0, "giftedExecMinutes": 0.0},
+		"crawlExecSeconds": map[string]any{}, "monthlyExecSeconds": map[string]any{}, "giftedExecSeconds": map[string]any{},
+		"extraExecSeconds": map[string]any{}, "giftedExecSecondsAvailable": 0.0, "extraExecSecondsAvailable": 0.0,
+		"storageQuotaReached": false, "execMinutesQuotaReached": false,
+		// Added with crawler proxies, as upstream's org answers have them today.
+		"allowSharedProxies": false, "allowedProxies": []any{},
+	}
+	updates := 0
+	// withoutUpdates drops the quota history, whose times vary, after
+	// checking its length.
+	withoutUpdates := func(o any, as string) any {
+		t.Helper()
+		m := maps.Clone(o.(map[string]any))
+		if ups, _ := m["quotaUpdates"].([]any); len(ups) != updates {
+			t.Errorf("quotaUpdates as %s: %v, want %d", as, m["quotaUpdates"], updates)
+		}
+		delete(m, "quotaUpdates")
+		return m
 	}
 	check := func(want map[string]any) {
 		t.Helper()
@@ -42,8 +62,9 @@ func TestOrgSerializationByRole(t *testing.T) {
 			}
 			if !tc.seesUse {
 				w["usage"] = nil
+				w["crawlExecSeconds"] = map[string]any{}
 			}
-			if diff := cmp.Diff(w, e.mustJSON(tc.as, "GET", e.orgPath(""), nil, 200)); diff != "" {
+			if diff := cmp.Diff(w, withoutUpdates(e.mustJSON(tc.as, "GET", e.orgPath(""), nil, 200), tc.as)); diff != "" {
 				t.Errorf("GET org as %s (-want +got):\n%s", tc.as, diff)
 			}
 			var item any
@@ -52,7 +73,7 @@ func TestOrgSerializationByRole(t *testing.T) {
 					item = it
 				}
 			}
-			if diff := cmp.Diff(w, item); diff != "" {
+			if diff := cmp.Diff(w, withoutUpdates(item, tc.as)); diff != "" {
 				t.Errorf("org list item as %s (-want +got):\n%s", tc.as, diff)
 			}
 		}
@@ -63,7 +84,7 @@ func TestOrgSerializationByRole(t *testing.T) {
 	// the origin, the request's scheme and host) and quotas through their
 	// routes.
 	if _, err := e.store.Raw().Collection("organizations").UpdateByID(t.Context(), e.org,
-		map[string]any{"$set": map[string]any{"usage.2026-03": 125}}); err != nil {
+		map[string]any{"$set": map[string]any{"usage.2026-03": 125, "crawlExecSeconds.2026-03": 250}}); err != nil {
 		t.Fatal(err)
 	}
 	e.mustJSON(asOwner, "POST", e.orgPath("/event-webhook-urls"), map[string]any{"crawlFinished": "https://hooks.example/done"}, 200)
@@ -74,7 +95,10 @@ func TestOrgSerializationByRole(t *testing.T) {
 	urls := maps.Clone(noURLs)
 	urls["crawlFinished"] = "https://hooks.example/done"
 	org["webhookUrls"] = urls
-	org["quotas"] = map[string]any{"maxConcurrentCrawls": 2.0, "maxPagesPerCrawl": 10.0, "storageQuota": 1000.0}
+	org["quotas"] = map[string]any{"maxConcurrentCrawls": 2.0, "maxPagesPerCrawl": 10.0, "storageQuota": 1000.0,
+		"maxExecMinutesPerMonth": 60.0, "extraExecMinutes": 0.0, "giftedExecMinutes": 0.0}
+	org["crawlExecSeconds"] = map[string]any{"2026-03": 250.0}
+	updates = 1
 	check(org)
 
 	list := e.mustJSON(asViewer, "GET", "/api/orgs", nil, 200)

@@ -142,7 +142,7 @@ func (s *Server) saveBrowser(c echo.Context, in *profileIn, id uuid.UUID, replac
 	p := &store.Profile{ID: id, Name: *in.Name, Description: deref1(in.Description), UserID: browserUser(pj, currentUser(c)),
 		OID: org.ID, Origins: saved.Origins, Created: s.now(), Resource: store.ProfileFile{
 			Filename: filename, Hash: saved.Resource.Hash, Size: saved.Resource.Bytes,
-			DefStorageName: namedStorage(org, pj.Spec.StorageName)}}
+			DefStorageName: namedStorage(org, pj.Spec.StorageName)}, ProxyID: pj.Labels[k8s.LabelProxyID]}
 	if err := s.store.SaveProfile(ctx, p, replace); err != nil {
 		return false, err
 	}

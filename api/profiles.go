@@ -68,12 +68,32 @@ func (s *Server) createBrowser(c echo.Context) error {
 	if err := in.validate(s.cfg.AllowedInternal); err != nil {
 		return err
 	}
+	// The channel is checked as upstream does; the browser itself runs
+	// the default channel's image (docs/compatibility.md).
+	if in.CrawlerChannel.given() {
+		if _, err := s.crawlerChannel(in.CrawlerChannel.Value); err != nil {
+			return err
+		}
+	}
 	ctx, org, user := c.Request().Context(), currentOrg(c), currentUser(c)
+	// Unlike a workflow's, a browser's proxy the org may not use is a
+	// 404, as upstream; without one the browser takes the default proxy,
+	// and the profile records none.
+	proxyID := s.cfg.CrawlerProxies.DefaultID()
+	if id := in.ProxyID.Value; in.ProxyID.given() && id != "" {
+		if err := s.usableProxy(org, id); err != nil {
+			return errBrowserProxyNotFound
+		}
+		proxyID = id
+	}
 	storageName, storagePath := s.orgStorage(org)
 	spec := trawlerv1.ProfileJobSpec{ID: "prf-" + randomHex(5), UserID: user.ID.String(), OID: org.ID.String(),
 		StorageName: storageName, StoragePath: storagePath + profilesFolder, StartURL: *in.URL,
-		VNCPassword: randomHex(16)}
+		VNCPassword: randomHex(16), ProxyID: proxyID}
 	req := k8s.ProfileRequest{Spec: spec}
+	if in.ProxyID.given() {
+		req.ProxyID = in.ProxyID.Value
+	}
 	if in.ProfileID != nil {
 		base, err := s.store.GetProfile(ctx, org.ID, uuid.MustParse(*in.ProfileID))
 		if errors.Is(err, store.ErrNotFound) {

@@ -20,6 +20,10 @@ func denial(a access, role string, oid string) (int, string) {
 	if role == asAnonymous {
 		return 401, "Unauthorized"
 	}
+	head := a == accessOrgCrawlerHead || a == accessOrgSuperuserHead || a == accessOrgOwnerSuperuserHead
+	if role == asOutsider && head {
+		return 404, detailOrgNotFound
+	}
 	if role == asOutsider && a >= accessOrgViewer {
 		return 404, "Organization '" + oid + "' not found"
 	}
@@ -28,11 +32,11 @@ func denial(a access, role string, oid string) (int, string) {
 		return 403, detailNotAllowed
 	case a == accessLibSuperuser && role != asAdmin:
 		return 403, "Forbidden"
-	case a == accessOrgCrawler && role == asViewer:
+	case (a == accessOrgCrawler || a == accessOrgCrawlerHead) && role == asViewer:
 		return 403, detailNoCrawlPermission
-	case a == accessOrgOwner && (role == asViewer || role == asCrawler):
+	case (a == accessOrgOwner || a == accessOrgOwnerSuperuserHead) && (role == asViewer || role == asCrawler):
 		return 403, detailNoOwnerPermission
-	case a == accessOrgSuperuser && role != asAdmin && role != asOutsider:
+	case (a == accessOrgSuperuser || a == accessOrgSuperuserHead || a == accessOrgOwnerSuperuserHead) && role != asAdmin:
 		return 403, detailNotAllowed
 	}
 	return 0, ""
@@ -80,6 +84,8 @@ func roleMatrixBody(r route, role string) any {
 		return map[string]any{"email": "nobody@example.com"}
 	case strings.HasSuffix(r.path, "/quotas"):
 		return map[string]any{}
+	case strings.HasSuffix(r.path, "/proxies"):
+		return map[string]any{"allowSharedProxies": false, "allowedProxies": []string{}}
 	case strings.HasSuffix(r.path, "/rename"):
 		return map[string]any{"name": "Renamed by " + role}
 	case strings.HasSuffix(r.path, "/orgs/create"):

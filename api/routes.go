@@ -19,6 +19,12 @@ const (
 	accessOrgCrawler                 // member with role >= crawler
 	accessOrgOwner                   // member with role owner
 	accessOrgSuperuser               // org route that only superusers may use
+
+	// Routes added after 2023 answer with upstream HEAD's details
+	// (upstream-2026 §0.1): a non-member gets 404 "org_not_found".
+	accessOrgCrawlerHead        // accessOrgCrawler
+	accessOrgSuperuserHead      // superusers only (members: 403 "Not Allowed")
+	accessOrgOwnerSuperuserHead // superusers only, behind the owner check: 403 owner detail below owner, else "Not Allowed"
 )
 
 // route is one registered endpoint and what the OpenAPI document says of
@@ -106,6 +112,7 @@ func (s *Server) routes() []route {
 		all                   = org + "/all-crawls"
 		coll                  = org + "/collections"
 		upload                = org + "/uploads"
+		files                 = org + "/files"
 		prof                  = org + "/profiles"
 		browser               = prof + "/browser"
 		options               = http.MethodOptions
@@ -113,7 +120,7 @@ func (s *Server) routes() []route {
 	pageQ := []string{"page", "pageSize"}
 	crawlListQ := append([]string{"userid", "cid", "state", "firstSeed", "name", "description",
 		"collectionId", "sortBy", "sortDirection"}, pageQ...)
-	return []route{
+	rs := []route{
 		{get, "/healthz", accessPublic, s.healthz, "Liveness", "health", nil, empty{}, nil},
 		{get, "/readyz", accessPublic, s.readyz, "Readiness (MongoDB reachable, ...)", "health", nil, empty{}, nil},
 		{get, "/api/openapi.json", accessPublic, s.openAPI, "This document", "meta", nil, nil, nil},
@@ -141,11 +148,17 @@ func (s *Server) routes() []route {
 		{get, "/api/orgs", accessUser, s.listOrgs, "Orgs of the caller (all for superusers)", "orgs", nil, pageOut[orgOut]{}, pageQ},
 		{post, "/api/orgs/create", accessSuperuser, s.createOrg, "Create an org", "orgs", orgCreateIn{}, orgAddedOut{}, nil},
 		{get, org, accessOrgViewer, s.getOrg, "One org", "orgs", nil, orgOut{}, nil},
+		{del, org, accessOrgSuperuserHead, s.deleteOrg, "Delete the org and everything in it (a background job)", "orgs", nil, orgDeletedOut{}, nil},
+		{get, "/api/orgs/all/jobs/:job_id", accessSuperuser, s.getJob, "A background job", "orgs", nil, jobOut{}, nil},
+		{post, "/api/orgs/all/jobs/:job_id/retry", accessSuperuser, s.retryJob, "Run a failed background job again", "orgs", nil, successOut{}, nil},
+		{get, org + "/export/json", accessOrgOwnerSuperuserHead, s.exportOrg, "The org's documents as JSON (no files)", "orgs", nil, streamOut{"application/json"}, nil},
+		{post, "/api/orgs/import/json", accessSuperuser, s.importOrg, "Add an org from an export (no files)", "orgs", binaryIn{}, importedOut{}, []string{"ignoreVersion", "storageName"}},
 		{post, org + "/rename", accessOrgOwner, s.renameOrg, "Rename the org", "orgs", orgRenameIn{}, updatedOut{}, nil},
 		{post, org + "/add-user", accessOrgSuperuser, s.addOrgUser, "Create a user and add them with a role", "orgs", addUserIn{}, addedOut{}, nil},
 		{patch, org + "/user-role", accessOrgOwner, s.setOrgUserRole, "Change a member's role", "orgs", userRoleIn{}, updatedOut{}, nil},
 		{post, org + "/remove", accessOrgOwner, s.removeOrgUser, "Remove a member", "orgs", removeUserIn{}, removedOut{}, nil},
 		{post, org + "/quotas", accessOrgSuperuser, s.setOrgQuotas, "Set the org's quotas", "orgs", quotasIn{}, updatedOut{}, nil},
+		{post, org + "/proxies", accessOrgOwnerSuperuserHead, s.setOrgProxies, "Set the crawler proxies the org may use", "orgs", orgProxiesIn{}, updatedOut{}, nil},
 		{post, org + "/invite", accessOrgOwner, s.invite, "Invite someone to the org by e-mail", "orgs", inviteIn{}, invitedOut{}, nil},
 		{get, org + "/invites", accessOrgOwner, s.listOrgInvites, "The org's pending invites of people without an account", "orgs", nil, pageOut[inviteOut]{}, pageQ},
 		{post, org + "/invites/delete", accessOrgOwner, s.deleteInvites, "Withdraw the invites to an e-mail", "orgs", emailIn{}, removedCountOut{}, nil},
@@ -160,6 +173,9 @@ func (s *Server) routes() []route {
 			append([]string{"userid", "modifiedBy", "firstSeed", "name", "description", "tag", "schedule", "sortBy", "sortDirection"}, pageQ...)},
 		{post, cfg, accessOrgCrawler, s.createCrawlConfig, "Create a workflow (and maybe run it)", "crawlconfigs", crawlConfigIn{}, crawlConfigAddedOut{}, nil},
 		{get, cfg + "/tags", accessOrgViewer, s.crawlConfigTags, "Distinct workflow tags", "crawlconfigs", nil, []string{}, nil},
+		{get, cfg + "/crawler-proxies", accessOrgCrawlerHead, s.listCrawlerProxies, "Crawler proxies the org may use", "crawlconfigs", nil, proxiesOut{}, nil},
+		{get, "/api/orgs/all/crawlconfigs/crawler-proxies", accessSuperuser, s.listAllCrawlerProxies, "Every crawler proxy", "crawlconfigs", nil, proxiesOut{}, nil},
+		{get, cfg + "/crawler-channels", accessOrgCrawler, s.listCrawlerChannels, "Crawler channels workflows may choose", "crawlconfigs", nil, channelsOut{}, nil},
 		{get, cfg + "/search-values", accessOrgViewer, s.crawlConfigSearchValues, "Values to search workflows by", "crawlconfigs", nil, crawlConfigSearchOut{}, nil},
 		{get, cfg + "/:cid", accessOrgViewer, s.getCrawlConfig, "One workflow", "crawlconfigs", nil, crawlConfigOut{}, nil},
 		{patch, cfg + "/:cid", accessOrgCrawler, s.updateCrawlConfig, "Update a workflow", "crawlconfigs", crawlConfigUpdateIn{}, crawlConfigUpdatedOut{}, nil},
@@ -171,9 +187,11 @@ func (s *Server) routes() []route {
 		{post, crawl + "/delete", accessOrgCrawler, s.deleteCrawls, "Delete crawls (canceling running ones)", "crawls", deleteCrawlsIn{}, deletedOut{}, nil},
 		{get, crawl + "/:crawl_id", accessOrgViewer, s.getCrawl, "One crawl", "crawls", nil, crawlOut{}, nil},
 		{patch, crawl + "/:crawl_id", accessOrgCrawler, s.updateCrawl, "Update a crawl's metadata", "crawls", crawlUpdateIn{}, updatedOut{}, nil},
-		{get, crawl + "/:crawl_id/replay.json", accessOrgViewer, s.crawlReplay, "A crawl with its files", "crawls", nil, crawlOutWithResources{}, nil},
+		{get, crawl + "/:crawl_id/replay.json", accessOrgViewer, s.crawlReplay, "A crawl with its files", "crawls", nil, replayOut{}, nil},
 		{post, crawl + "/:crawl_id/cancel", accessOrgCrawler, s.cancelCrawl, "Cancel a crawl now", "crawls", nil, successOut{}, nil},
 		{post, crawl + "/:crawl_id/stop", accessOrgCrawler, s.stopCrawl, "Stop a crawl gracefully", "crawls", nil, successOut{}, nil},
+		{post, crawl + "/:crawl_id/pause", accessOrgCrawler, s.pauseCrawl, "Pause a running crawl", "crawls", nil, successOut{}, nil},
+		{post, crawl + "/:crawl_id/resume", accessOrgCrawler, s.resumeCrawl, "Resume a paused crawl", "crawls", nil, successOut{}, nil},
 		{post, crawl + "/:crawl_id/scale", accessOrgCrawler, s.scaleCrawl, "Change a crawl's scale", "crawls", scaleIn{}, scaledOut{}, nil},
 		{get, crawl + "/:crawl_id/errors", accessOrgCrawler, s.crawlErrors, "A crawl's errors", "crawls", nil, pageOut[map[string]any]{}, pageQ},
 		{get, crawl + "/:crawl_id/access", accessOrgCrawler, s.crawlAccess, "Check access to a crawl", "crawls", nil, empty{}, nil},
@@ -190,16 +208,16 @@ func (s *Server) routes() []route {
 		{get, "/api/orgs/all/crawls", accessSuperuser, s.listAllOrgsCrawls, "Crawls of every org", "crawls", nil, pageOut[crawlOut]{},
 			append([]string{"runningOnly"}, crawlListQ...)},
 		{get, "/api/orgs/all/crawls/:crawl_id", accessSuperuser, s.getAnyCrawl, "Any org's crawl", "crawls", nil, crawlOut{}, nil},
-		{get, "/api/orgs/all/crawls/:crawl_id/replay.json", accessSuperuser, s.anyCrawlReplay, "Any org's crawl with files", "crawls", nil, crawlOutWithResources{}, nil},
-		{get, "/api/orgs/all/all-crawls/:crawl_id/replay.json", accessSuperuser, s.anyCrawlReplay, "Any org's crawl or upload with files", "all-crawls", nil, crawlOutWithResources{}, nil},
+		{get, "/api/orgs/all/crawls/:crawl_id/replay.json", accessSuperuser, s.anyCrawlReplay, "Any org's crawl with files", "crawls", nil, replayOut{}, nil},
+		{get, "/api/orgs/all/all-crawls/:crawl_id/replay.json", accessSuperuser, s.anyCrawlReplay, "Any org's crawl or upload with files", "all-crawls", nil, replayOut{}, nil},
 
 		{get, all, accessOrgViewer, s.listAllCrawls, "List crawls and uploads", "all-crawls", nil, pageOut[crawlOut]{},
 			append([]string{"crawlType"}, crawlListQ...)},
 		{get, all + "/search-values", accessOrgViewer, s.allCrawlsSearchValues, "Values to search crawls by", "all-crawls", nil, crawlSearchOut{}, []string{"crawlType"}},
 		{post, all + "/delete", accessOrgCrawler, s.deleteAllCrawls, "Delete crawls or uploads", "all-crawls", deleteCrawlsIn{}, deletedOut{}, nil},
-		{get, all + "/:crawl_id", accessOrgCrawler, s.getAllCrawl, "One crawl or upload with files", "all-crawls", nil, crawlOutWithResources{}, nil},
+		{get, all + "/:crawl_id", accessOrgCrawler, s.getAllCrawl, "One crawl or upload with files", "all-crawls", nil, replayOut{}, nil},
 		{patch, all + "/:crawl_id", accessOrgCrawler, s.updateAnyCrawl, "Update a crawl's or upload's metadata", "all-crawls", crawlUpdateIn{}, updatedOut{}, nil},
-		{get, all + "/:crawl_id/replay.json", accessOrgViewer, s.crawlReplayAny, "A crawl or upload with its files", "all-crawls", nil, crawlOutWithResources{}, nil},
+		{get, all + "/:crawl_id/replay.json", accessOrgViewer, s.crawlReplayAny, "A crawl or upload with its files", "all-crawls", nil, replayOut{}, nil},
 		{get, all + "/:crawl_id/download", accessOrgViewer, s.downloadItem, "A crawl or upload as one multi-WACZ zip, or its only WACZ (streamed)", "all-crawls", nil,
 			streamOut{"application/wacz+zip"}, []string{"preferSingleWACZ", "withDependencies", "auth_bearer"}},
 
@@ -226,9 +244,15 @@ func (s *Server) routes() []route {
 		{get, upload, accessOrgViewer, s.listUploads, "List uploads", "uploads", nil, pageOut[crawlOut]{}, crawlListQ},
 		{get, upload + "/:crawl_id", accessOrgCrawler, s.getUpload, "One upload", "uploads", nil, crawlOut{}, nil},
 		{patch, upload + "/:crawl_id", accessOrgCrawler, s.updateUpload, "Update an upload's metadata", "uploads", crawlUpdateIn{}, updatedOut{}, nil},
-		{get, upload + "/:crawl_id/replay.json", accessOrgViewer, s.uploadReplay, "An upload with its files", "uploads", nil, crawlOutWithResources{}, nil},
+		{get, upload + "/:crawl_id/replay.json", accessOrgViewer, s.uploadReplay, "An upload with its files", "uploads", nil, replayOut{}, nil},
 		{get, upload + "/:crawl_id/download", accessOrgViewer, s.downloadUpload, "An upload as one multi-WACZ zip (streamed)", "uploads", nil, streamOut{"application/wacz+zip"}, []string{"auth_bearer"}},
-		{get, "/api/orgs/all/uploads/:crawl_id/replay.json", accessSuperuser, s.anyUploadReplay, "Any org's upload with files", "uploads", nil, crawlOutWithResources{}, nil},
+		{get, "/api/orgs/all/uploads/:crawl_id/replay.json", accessSuperuser, s.anyUploadReplay, "Any org's upload with files", "uploads", nil, replayOut{}, nil},
+
+		{put, files + "/seedFile", accessOrgCrawler, s.putSeedFile, "Upload a seed file (one URL a line, .txt, at most 25 MB) as the request body", "files",
+			binaryIn{}, seedFileAddedOut{}, []string{"filename"}},
+		{get, files, accessOrgViewer, s.listSeedFiles, "List seed files", "files", nil, pageOut[seedFileOut]{}, append([]string{"sortBy", "sortDirection"}, pageQ...)},
+		{get, files + "/:file_id", accessOrgViewer, s.getSeedFile, "One seed file", "files", nil, seedFileOut{}, nil},
+		{del, files + "/:file_id", accessOrgCrawler, s.deleteSeedFile, "Delete a seed file no workflow or crawl uses", "files", nil, successOut{}, nil},
 
 		{get, prof, accessOrgCrawler, s.listProfiles, "List browser profiles", "profiles", nil, pageOut[profileOut]{}, append([]string{"userid"}, pageQ...)},
 		{post, prof, accessOrgCrawler, s.commitProfile, "Save a profile browser as a new profile", "profiles", profileIn{}, profileAddedOut{}, nil},
@@ -242,6 +266,7 @@ func (s *Server) routes() []route {
 		{post, browser + "/:browserid/navigate", accessOrgCrawler, s.navigateBrowser, "Open a URL in a profile browser", "profiles", urlIn{}, successOut{}, nil},
 		{get, browser + "/:browserid/access", accessOrgCrawler, s.browserAccess, "Check access to a browser (auth_request)", "profiles", nil, empty{}, nil},
 	}
+	return append(rs, s.pageRoutes()...)
 }
 
 // successStatus is the status of routes that do not answer 200.

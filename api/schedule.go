@@ -155,9 +155,11 @@ func (sc *Scheduler) syncLocked(ctx context.Context) error {
 }
 
 // fire starts one scheduled crawl of workflow cid, unless the workflow is
-// gone or unscheduled, the org's storage is full, or the workflow's
-// previous crawl has not ended (then no record is written: a slow crawl
-// or one waiting for the org's limit never piles up repeats of itself).
+// gone or unscheduled, the org is over its storage or execution-time
+// quota (the crawl is then recorded as skipped, a failed state), or the
+// workflow's previous crawl has not ended (then no record is written: a
+// slow crawl or one waiting for the org's limit never piles up repeats
+// of itself).
 // An org at its concurrency limit still gets the crawl: the operator
 // keeps it waiting.
 func (sc *Scheduler) fire(oid, cid uuid.UUID) {
@@ -183,8 +185,20 @@ func (sc *Scheduler) fire(oid, cid uuid.UUID) {
 	switch {
 	case errors.Is(err, errCrawlAlreadyRunning):
 		log.Info("scheduled crawl skipped: the workflow's previous crawl is still active")
-	case errors.Is(err, errStorageQuotaReached):
-		log.Info("scheduled crawl skipped: storage quota reached")
+	case errors.Is(err, errStorageQuotaReached), errors.Is(err, errExecQuotaReached):
+		state := store.StateSkippedStorageQuota
+		if errors.Is(err, errExecQuotaReached) {
+			state = store.StateSkippedTimeQuota
+		}
+		if id, err := s.recordSkippedCrawl(ctx, org, wf, state); err != nil {
+			log.Error("scheduled crawl skipped: recording it", "state", state, "err", err)
+		} else {
+			log.Info("scheduled crawl skipped", "crawl", id, "state", state)
+		}
+	case errors.Is(err, errProxyNotFound):
+		log.Warn("scheduled crawl skipped: the workflow's proxy is not configured", "proxyId", deref1(wf.ProxyID))
+	case errors.Is(err, errCrawlerNotFound):
+		log.Warn("scheduled crawl skipped: the workflow's crawler channel is not configured", "crawlerChannel", wf.CrawlerChannel)
 	case err != nil:
 		log.Error("scheduled crawl: starting", "err", err)
 	default:

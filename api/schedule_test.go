@@ -94,20 +94,31 @@ func TestScheduler(t *testing.T) {
 		t.Fatalf("%d crawls after unscheduling, want %d", got, n)
 	}
 
-	// A full org skips the tick without a record.
+	// A full org's tick is recorded as a skipped crawl, finished at once
+	// and launched nowhere (upstream-2026 §6.6).
 	e.mustJSON(asAdmin, "POST", e.orgPath("/quotas"), map[string]any{"storageQuota": 1}, 200)
 	if _, err := e.store.Raw().Collection("organizations").UpdateByID(t.Context(), e.org,
 		map[string]any{"$set": map[string]any{"bytesStored": 5}}); err != nil {
 		t.Fatal(err)
 	}
+	launched := e.launcher.count()
 	e.mustJSON(asCrawler, "PATCH", e.orgPath("/crawlconfigs/"+cid), map[string]any{"schedule": "*/2 * * * *"}, 200)
-	time.Sleep(2500 * time.Millisecond)
-	if got := len(e.crawlsOf(cid)); got != n {
-		t.Fatalf("%d crawls with a full org, want %d", got, n)
+	waitFor(t, "a crawl skipped for the storage quota", 10*time.Second, func() bool { return len(e.crawlsOf(cid)) > n })
+	for _, c := range e.crawlsOf(cid) {
+		if get(c, "state") == store.StateSkippedStorageQuota && get(c, "finished") == nil {
+			t.Fatalf("skipped crawl not finished: %v", c)
+		}
+		if s := get(c, "state").(string); s != store.StateSkippedStorageQuota && s != store.StateComplete {
+			t.Fatalf("crawl with a full org: %v", c)
+		}
+	}
+	if got := e.launcher.count(); got != launched {
+		t.Fatalf("%d crawls launched with a full org, want %d", got, launched)
 	}
 
 	// Stopped (leadership lost): nothing runs.
 	sched.Stop()
+	n = len(e.crawlsOf(cid))
 	e.mustJSON(asAdmin, "POST", e.orgPath("/quotas"), map[string]any{}, 200)
 	time.Sleep(2 * time.Second)
 	if got := len(e.crawlsOf(cid)); got != n {

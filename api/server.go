@@ -34,18 +34,30 @@ import (
 	"github.com/redis/go-redis/v9"
 	"k8s.io/utils/clock"
 
+	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/netpolicy"
 )
 
 // Config holds the API's settings. main fills it from the settings table
 // (config.go), the one home of the defaults.
 type Config struct {
+	// CrawlerChannels are the crawler images workflows choose from by
+	// crawlerChannel; one is k8s.DefaultChannel. Required.
+	CrawlerChannels k8s.CrawlerChannels
+	// CrawlerProxies are the proxies workflows and profiles choose by
+	// proxyId, with the default proxy of crawls that choose none (nil:
+	// no proxies).
+	CrawlerProxies *k8s.ProxySource
 	// JWTSecret signs login tokens (HS256). Required.
 	JWTSecret []byte
 	// TokenLifetime is how long a login token is valid.
 	TokenLifetime time.Duration
 	// MaxCrawlScale bounds workflow and crawl scale.
 	MaxCrawlScale int
+	// PausedCrawlLimit is how long a crawl may stay paused before the
+	// operator ends it (the workflow's lastCrawlPausedExpiry, the
+	// settings' pausedExpiryMinutes).
+	PausedCrawlLimit time.Duration
 	// MaxPagesPerCrawl is reported by /api/settings (0 = no limit).
 	MaxPagesPerCrawl int
 	// DefaultFilenameTemplate names WACZ files of workflows that set none.
@@ -136,6 +148,9 @@ type Deps struct {
 	// Secrets syncs an org's own storage to the crawler namespace.
 	Secrets  StorageSecrets
 	Browsers BrowserLauncher
+	// OrgObjects removes a deleted org's objects from Kubernetes (nil:
+	// the org deletion leaves Kubernetes alone).
+	OrgObjects OrgObjects
 	// RedisDialer, when set, dials a running crawl's Redis instead of the
 	// network's resolver; tests pass the sandbox's. Nil in production.
 	RedisDialer func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -190,6 +205,7 @@ type Server struct {
 
 	openAPIDoc openAPIDoc
 	scheduler  *Scheduler
+	orgDeleter *OrgDeleter
 
 	metrics *httpMetrics
 	feeds   *crawlFeeds
@@ -261,6 +277,7 @@ func New(cfg Config, deps Deps) *Server {
 	e.Use(s.countRequests(streaming), s.logRequests, s.recoverPanics, refuseInvalidUTF8)
 	s.echo = e
 	s.scheduler = newScheduler(s, cfg.ScheduleRescan)
+	s.orgDeleter = newOrgDeleter(s, deps.OrgObjects, cfg.ScheduleRescan)
 	for _, r := range routes {
 		e.Add(r.method, r.path, r.handler, s.middleware(r)...)
 	}

@@ -236,6 +236,7 @@ func (s *Server) storeUpload(c echo.Context, id string, meta uploadMeta, replace
 		s.deleteObjects(ctx, org, replaced.Files)
 	}
 	s.notifyUpload(ctx, org.ID, id)
+	s.readUploadPages(org.ID, id)
 	return c.JSON(http.StatusOK, uploadAddedOut{ID: id, Added: true, StorageQuotaReached: s.storageQuotaReached(ctx, org)})
 }
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -37,6 +38,7 @@ func (s *Server) settings(c echo.Context) error {
 		JWTTokenLifetime:           int64(s.cfg.TokenLifetime.Seconds()),
 		DefaultBehaviorTimeSeconds: s.cfg.DefaultBehaviorTimeSeconds,
 		MaxPagesPerCrawl:           s.cfg.MaxPagesPerCrawl,
+		PausedExpiryMinutes:        int64(s.cfg.PausedCrawlLimit / time.Minute),
 		DefaultPageLoadTimeSeconds: s.cfg.DefaultPageLoadTimeSeconds,
 	})
 }

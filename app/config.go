@@ -32,7 +32,7 @@ var settings = []setting{
 	{"api.default_behavior_time_seconds", 300, "reported by /api/settings"},
 	{"api.default_page_load_time_seconds", 120, "reported by /api/settings"},
 	{"api.default_crawl_filename_template", "@ts-@hostsuffix.wacz", "WACZ name template of workflows that set none"},
-	{"api.schedule_rescan", 30 * time.Second, "how often the scheduler re-reads every workflow's schedule (catches changes made through other replicas)"},
+	{"api.schedule_rescan", 30 * time.Second, "how often the scheduler re-reads every workflow's schedule (catches changes made through other replicas), and how often the leader retries an org deletion that failed"},
 	{"api.events_poll_interval", 500 * time.Millisecond, "how often a crawl followed by event streams is read (its document where MongoDB has no change streams, its live progress while it runs); one read per crawl, however many streams"},
 	{"api.events_keepalive", 15 * time.Second, "longest silence of an event stream before a keep-alive comment (keep it at most 15s: proxies drop idle streams)"},
 
@@ -49,11 +49,14 @@ var settings = []setting{
 	{"api.idle_timeout", 120 * time.Second, "how long an idle keep-alive connection is kept open"},
 
 	{"operator.enabled", true, "run the operator and the crawl scheduler (leader only)"},
-	{"operator.workers", 16, "CrawlJobs reconciled in parallel"},
-	{"operator.kube_qps", 200.0, "Kubernetes client queries per second"},
+	{"operator.workers", 16, "CrawlJobs reconciled in parallel for state changes, children and everything but progress alone"},
+	{"operator.kube_qps", 200.0, "Kubernetes client queries per second (every request but the progress writes of operator.progress_qps)"},
 	{"operator.kube_burst", 400, "Kubernetes client burst"},
+	{"operator.progress_workers", 8, "CrawlJobs reconciled in parallel for progress alone (pages, size, pods), from a queue of their own"},
+	{"operator.progress_qps", 500.0, "CrawlJob status writes per second for progress alone, one budget shared fairly by every crawl (500: a thousand busy crawls each written every operator.stats_interval of 2s), through a Kubernetes client of their own, so state changes and child creates never wait behind progress"},
 	{"operator.resync", 30 * time.Second, "safety-net resync of every CrawlJob"},
-	{"operator.redis_poll_interval", 250 * time.Millisecond, "how often a running crawl's Redis is read"},
+	{"operator.redis_poll_interval", 250 * time.Millisecond, "how often a running crawl's Redis is read while it changes"},
+	{"operator.redis_idle_poll_interval", 4 * time.Second, "the slowest pace a crawl's Redis is read at once it has shown nothing new for a second; pod events and user controls wake it at once"},
 	{"operator.stats_interval", 2 * time.Second, "a crawl's progress (pages, size, pods) is written to its CrawlJob status and MongoDB at most this often; state changes are written at once"},
 	{"operator.redis_timeout", 2 * time.Second, "timeout of each call to a crawl's Redis"},
 	{"operator.metrics_interval", 30 * time.Second, "how often pod usage is read from metrics.k8s.io when the cluster serves it (0 = never)"},
@@ -62,6 +65,7 @@ var settings = []setting{
 	{"operator.max_crawler_restarts", 20, "fail a crawl once its crawler containers have restarted this many times in all, pages done in between or not, stopping or not, so a crawler that crashes after every page or two cannot run for hours (0 = never)"},
 	{"operator.redis_unreachable_grace", 10 * time.Second, "how long a running crawl's Redis may be unreachable before the crawl shows waiting_capacity"},
 	{"operator.starting_timeout", 60 * time.Second, "how long a crawl may wait for a running crawler before it shows waiting_capacity (without its config it fails then)"},
+	{"operator.exec_accounting_interval", 60 * time.Second, "how often a running crawl's crawler-pod seconds are counted and charged to its org's execution-time counters (upstream's 60 s); the org's storage and execution-time quotas are checked, and a crawl over one paused, at the same pace"},
 	{"operator.redis_idle", 60 * time.Second, "stop a crawl's Redis pod after no crawler has run this long (it comes back with the next crawler)"},
 	{"operator.finished_crawljob_ttl", 30 * time.Second, "keep a finished CrawlJob this long, unless its spec sets ttlSecondsAfterFinished"},
 	{"operator.stuck_pod_timeout", 60 * time.Second, "force-delete a terminating pod this long after its grace period ended (a lost node never confirms)"},
@@ -112,10 +116,15 @@ var settings = []setting{
 	{"crawler_namespace", "crawlers", "namespace of CrawlJobs, crawler and Redis pods"},
 	{"cluster_domain", "cluster.local", "cluster DNS domain used in per-crawl Redis URLs"},
 	{"max_crawl_scale", 3, "largest crawler scale; also the number of crawl-instance-<i> PriorityClasses"},
+	{"paused_crawl_limit_minutes", 10080, "a paused crawl not resumed within this many minutes ends as stopped_pause_expired, keeping its files (upstream's PAUSED_CRAWL_LIMIT_MINUTES; 10080 is a week)"},
 	{"max_pages_per_crawl", 0, "page limit of every crawl (0 = none); reported by /api/settings"},
 
-	{"crawler.image", "webrecorder/browsertrix-crawler:latest", "crawler image"},
-	{"crawler.image_pull_policy", "Always", "crawler image pull policy"},
+	{"crawler.image", "webrecorder/browsertrix-crawler:latest", "crawler image: the image of the default channel when crawler.channels is empty"},
+	{"crawler.image_pull_policy", "Always", "crawler image pull policy, of channels that set none"},
+	{"crawler.channels", "", "the crawler channels workflows choose from (crawlerChannel), as a YAML list in the config file or JSON in TRAWLER_CRAWLER_CHANNELS: " +
+		"id, image, imagePullPolicy (Always, IfNotPresent or Never; default crawler.image_pull_policy) and protocol, the crawler protocol the image speaks " +
+		"(\"1.x\", today's browsertrix-crawler, or \"0.11\", the crawler of 2023; default \"0.11\"; see docs/compatibility.md, The crawler protocols); one must have id default, which also runs the profile browsers; " +
+		"empty = one channel, default, of crawler.image and crawler.image_pull_policy, speaking 0.11 (the chart, compose and trawler dev configure default on 1.x and legacy on 0.11)"},
 	{"crawler.cpu_base", "900m", "CPU of a crawler with one browser"},
 	{"crawler.memory_base", "1024Mi", "memory of a crawler with one browser"},
 	{"crawler.extra_cpu_per_browser", "300m", "CPU added per extra browser"},
@@ -127,6 +136,12 @@ var settings = []setting{
 	{"crawler.termination_grace_seconds", 600, "grace period of crawler pods"},
 	{"crawler.liveness_port", 6065, "crawler health-check port (0 = no liveness probe)"},
 	{"crawler.node_type", "", "preferred nodeType label value for crawler pods"},
+	{"crawler.proxies", "", "the crawler proxies workflows and profiles choose from (proxyId), as a YAML list in the config file or JSON in TRAWLER_CRAWLER_PROXIES, " +
+		"fixed for the process: id (lowercase letters, digits, '-'), url (ssh://, socks5:// or http://), label, and optionally description, country_code, " +
+		"shared (open to every org that allows shared proxies), ssh_private_key and ssh_host_public_key (the crawler reads the keys from the Secret proxies; here they only tell that the proxy has them); empty = none"},
+	{"crawler.proxies_file", "", "a JSON file holding the list of crawler.proxies instead, read again whenever it changes (the chart mounts it from the Secret ops-proxy-configs); a missing file means no proxies"},
+	{"crawler.default_proxy", "", "id of the proxy of every crawl (and profile browser) that names none, whatever the org's proxy permissions; it must be in the list; empty = none"},
+	{"crawler.proxy_match_hosts", false, "give every crawler the proxies' files and --proxyServerConfig /tmp/proxies/host-proxies.json (the chart sets it when proxies_match_hosts is set)"},
 	{"crawler.socks_proxy_host", "", "SOCKS5 proxy for crawler and profile browsers (SOCKS_HOST); empty = none"},
 	{"crawler.socks_proxy_port", 0, "port of the SOCKS5 proxy (SOCKS_PORT); 0 = 9050"},
 	{"crawler.allowed_internal_cidrs", "", "comma-separated CIDR ranges or addresses of internal hosts that crawl seeds and profile-browser URLs may name on purpose (docs/security.md); empty = none: loopback, link-local, private, CGNAT, multicast and unspecified addresses get 422"},

@@ -118,15 +118,17 @@ func Serve(ctx context.Context, v *viper.Viper, deps Deps) error {
 		return err
 	}
 	launcher := k8s.NewLauncher(kube, trawler, v.GetString("crawler_namespace"))
+	mailer := email.New(emailConfig(v), logger.With("component", "email"))
 	apiDeps := api.Deps{
 		Store:         st,
 		Launcher:      launcher,
 		Secrets:       launcher,
 		Browsers:      launcher,
+		OrgObjects:    launcher,
 		RedisDialer:   deps.ClusterDialer,
 		BrowserDialer: deps.ClusterDialer,
 		Ready:         ready.check,
-		Mailer:        email.New(emailConfig(v), logger.With("component", "email")),
+		Mailer:        mailer,
 		Webhooks:      notifier,
 		Metrics:       reg,
 		RedisHook:     redisHook,
@@ -151,8 +153,12 @@ func Serve(ctx context.Context, v *viper.Viper, deps Deps) error {
 		if err != nil {
 			return err
 		}
-		opDeps = operator.Deps{Kube: kube, Trawler: trawler, Metrics: metrics, Store: st, Logs: deps.Logs, Log: logger,
-			Events: notifier, Telemetry: telemetry}
+		progress, err := versioned.NewForConfig(progressRESTConfig(restCfg, opCfg.ProgressQPS))
+		if err != nil {
+			return fmt.Errorf("building progress client: %w", err)
+		}
+		opDeps = operator.Deps{Kube: kube, Trawler: trawler, ProgressTrawler: progress, Metrics: metrics, Store: st,
+			Logs: deps.Logs, Log: logger, Events: notifier, Telemetry: telemetry, Pages: apiSrv, Mailer: mailer}
 	}
 
 	var wg sync.WaitGroup
@@ -174,7 +180,7 @@ func Serve(ctx context.Context, v *viper.Viper, deps Deps) error {
 	}
 	if v.GetBool("operator.enabled") {
 		wg.Go(func() {
-			if err := lead(ctx, v, opCfg, opDeps, apiSrv.Scheduler(), ready, logger); err != nil {
+			if err := lead(ctx, v, opCfg, opDeps, apiSrv, ready, logger); err != nil {
 				fatal <- err
 			}
 		})
@@ -220,11 +226,13 @@ func prepareDatabase(ctx context.Context, st *store.Mongo, apiSrv *api.Server, r
 	}
 }
 
-// lead runs the operator and the crawl scheduler while this replica holds
-// the Lease, and campaigns again with a fresh controller after losing it.
-func lead(ctx context.Context, v *viper.Viper, cfg operator.Config, deps operator.Deps, sched *api.Scheduler,
+// lead runs the operator, the crawl scheduler and the org deletion jobs
+// while this replica holds the Lease, and campaigns again with a fresh
+// controller after losing it.
+func lead(ctx context.Context, v *viper.Viper, cfg operator.Config, deps operator.Deps, apiSrv *api.Server,
 	ready *readiness, logger *slog.Logger) error {
 	host, _ := os.Hostname()
+	sched, deleter := apiSrv.Scheduler(), apiSrv.OrgDeleter()
 	for ctx.Err() == nil {
 		ctrl, err := operator.New(cfg, deps)
 		if err != nil {
@@ -244,6 +252,8 @@ func lead(ctx context.Context, v *viper.Viper, cfg operator.Config, deps operato
 				if err := sched.Start(ctx); err != nil {
 					logger.Error("starting crawl scheduler", "err", err)
 				}
+				// A deletion cut short by the last leader's end resumes.
+				deleter.Start(ctx)
 			},
 		}
 		if v.GetBool("leader_election.enabled") {
@@ -253,6 +263,7 @@ func lead(ctx context.Context, v *viper.Viper, cfg operator.Config, deps operato
 			ctrl.Run(ctx)
 		}
 		sched.Stop()
+		deleter.Stop()
 		ready.leading.Store(false)
 		switch {
 		case errors.Is(err, operator.ErrLostLeadership):
@@ -262,6 +273,16 @@ func lead(ctx context.Context, v *viper.Viper, cfg operator.Config, deps operato
 		}
 	}
 	return nil
+}
+
+// progressRESTConfig is the REST config of the operator's progress
+// writes: a token bucket of their own (operator.progress_qps), which the
+// operator's global progress budget keeps them within, so they never
+// take tokens from state changes and child creates.
+func progressRESTConfig(base *rest.Config, qps float64) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = float32(qps), max(int(qps), 1), nil
+	return cfg
 }
 
 // kubeRESTConfig loads the kubeconfig named by kubernetes.kubeconfig, or

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -56,10 +57,21 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 			return api.Config{}, fmt.Errorf("generating jwt secret: %w", err)
 		}
 	}
+	channels, err := CrawlerChannelsConfig(v)
+	if err != nil {
+		return api.Config{}, err
+	}
+	proxies, err := CrawlerProxiesConfig(v)
+	if err != nil {
+		return api.Config{}, err
+	}
 	return api.Config{
+		CrawlerChannels:            channels,
+		CrawlerProxies:             proxies,
 		JWTSecret:                  secret,
 		TokenLifetime:              time.Duration(v.GetInt("api.jwt_lifetime_minutes")) * time.Minute,
 		MaxCrawlScale:              v.GetInt("max_crawl_scale"),
+		PausedCrawlLimit:           time.Duration(v.GetInt("paused_crawl_limit_minutes")) * time.Minute,
 		MaxPagesPerCrawl:           v.GetInt("max_pages_per_crawl"),
 		DefaultFilenameTemplate:    v.GetString("api.default_crawl_filename_template"),
 		CrawlerNamespace:           v.GetString("crawler_namespace"),
@@ -115,15 +127,19 @@ func WebhookConfig(v *viper.Viper) webhook.Config {
 
 // operatorConfig maps settings to the operator's configuration. The
 // operator's client rate limits (operator.kube_qps, operator.kube_burst)
-// are set on the REST config by kubeRESTConfig.
+// are set on the REST config by kubeRESTConfig, its progress client's by
+// progressRESTConfig.
 func operatorConfig(v *viper.Viper) (operator.Config, error) {
 	var c operator.Config
 	c.Namespace = v.GetString("crawler_namespace")
 	c.ClusterDomain = v.GetString("cluster_domain")
 	c.MaxCrawlScale = v.GetInt("max_crawl_scale")
 	c.Workers = v.GetInt("operator.workers")
+	c.ProgressWorkers = v.GetInt("operator.progress_workers")
+	c.ProgressQPS = v.GetFloat64("operator.progress_qps")
 	c.Resync = v.GetDuration("operator.resync")
 	c.RedisPollInterval = v.GetDuration("operator.redis_poll_interval")
+	c.RedisIdlePollInterval = v.GetDuration("operator.redis_idle_poll_interval")
 	c.StatsInterval = v.GetDuration("operator.stats_interval")
 	c.RedisTimeout = v.GetDuration("operator.redis_timeout")
 	c.LogFailedCrawlLines = v.GetInt("operator.log_failed_crawl_lines")
@@ -133,11 +149,24 @@ func operatorConfig(v *viper.Viper) (operator.Config, error) {
 	c.RedisUnreachableGrace = v.GetDuration("operator.redis_unreachable_grace")
 	c.StartingTimeout = v.GetDuration("operator.starting_timeout")
 	c.RedisIdle = v.GetDuration("operator.redis_idle")
+	c.PausedCrawlLimit = time.Duration(v.GetInt("paused_crawl_limit_minutes")) * time.Minute
+	c.ExecAccountingInterval = v.GetDuration("operator.exec_accounting_interval")
 	c.DefaultTTL = v.GetDuration("operator.finished_crawljob_ttl")
 	c.StuckPodTimeout = v.GetDuration("operator.stuck_pod_timeout")
 	c.StoreTimeout = v.GetDuration("operator.store_timeout")
 
-	c.CrawlerImage = v.GetString("crawler.image")
+	channels, err := CrawlerChannelsConfig(v)
+	if err != nil {
+		return c, err
+	}
+	c.CrawlerChannels = channels
+	if c.CrawlerProxies, err = CrawlerProxiesConfig(v); err != nil {
+		return c, err
+	}
+	c.ProxyMatchHosts = v.GetBool("crawler.proxy_match_hosts")
+	// Profile browsers run the default channel's image.
+	def, _ := channels.Lookup(k8s.DefaultChannel)
+	c.CrawlerImage = def.Image
 	c.CrawlerPullPolicy = v.GetString("crawler.image_pull_policy")
 	c.CrawlerBrowsers = v.GetInt("crawler.browser_instances")
 	c.TerminationGraceSeconds = int64(v.GetInt("crawler.termination_grace_seconds"))
@@ -183,6 +212,39 @@ func operatorConfig(v *viper.Viper) (operator.Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// CrawlerChannelsConfig reads crawler.channels: a list in a config file,
+// or JSON from the environment or a flag. None configured is the one
+// channel default, of crawler.image and crawler.image_pull_policy, so a
+// deployment from before channels runs as it did.
+func CrawlerChannelsConfig(v *viper.Viper) (k8s.CrawlerChannels, error) {
+	var out k8s.CrawlerChannels
+	switch raw := v.Get("crawler.channels").(type) {
+	case nil:
+	case string:
+		if strings.TrimSpace(raw) != "" {
+			dec := json.NewDecoder(strings.NewReader(raw))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&out); err != nil {
+				return nil, fmt.Errorf("crawler.channels: not a JSON list of channels: %w", err)
+			}
+		}
+	default:
+		if err := v.UnmarshalKey("crawler.channels", &out, func(dc *mapstructure.DecoderConfig) {
+			dc.ErrorUnused = true
+		}); err != nil {
+			return nil, fmt.Errorf("crawler.channels: %w", err)
+		}
+	}
+	if len(out) == 0 {
+		out = k8s.CrawlerChannels{{ID: k8s.DefaultChannel, Image: v.GetString("crawler.image"),
+			ImagePullPolicy: v.GetString("crawler.image_pull_policy")}}
+	}
+	if err := out.Validate(); err != nil {
+		return nil, fmt.Errorf("crawler.channels: %w", err)
+	}
+	return out.WithDefaults(), nil
 }
 
 // StoragesConfig reads the storages setting: a list in a config file, or

@@ -57,8 +57,29 @@ func (k Keys) Status() string { return k.key("status") }
 // Stopping is set to "1" to stop the whole crawl.
 func (k Keys) Stopping() string { return k.key("stopping") }
 
+// Paused is set to "1" to pause the whole crawl (crawler 1.x): each
+// crawler finishes its pages, uploads a WACZ, reports "interrupted" and
+// exits 0, leaving the queue for the resume.
+func (k Keys) Paused() string { return k.key("paused") }
+
 // StopOne is the hash of instances told to stop ("1").
 func (k Keys) StopOne() string { return k.key("stopone") }
+
+// Canceled is set to "1" when the crawl is canceled: 1.x crawlers exit at
+// once, uploading nothing.
+func (k Keys) Canceled() string { return k.key("canceled") }
+
+// Pages is the list of page records 1.x crawlers push (--writePagesToRedis),
+// newest first.
+func (k Keys) Pages() string { return k.key("pages") }
+
+// NextWACZ is the hash of the WACZ filename each instance's pages land in
+// (1.x).
+func (k Keys) NextWACZ() string { return k.key("nextWacz") }
+
+// ExitsLogged is trawler's own: the hash of crawler exits whose line the
+// operator pushed to :e, so each is pushed once.
+func (k Keys) ExitsLogged() string { return k.key("exitsLogged") }
 
 // IsWrongType reports a Redis WRONGTYPE reply: older crawlers keep some
 // keys as lists.

@@ -140,7 +140,9 @@ func startDev(dir string) (stop func(), err error) {
 	// Webhook receivers of the tests listen on loopback, which trawler's
 	// own requests reach only when the operator allows it.
 	dev, err := e2etest.StartDev(bin, filepath.Join(dir, "dev"), 2, log, "--replay.base_url", replayFiles.URL+"/",
-		"--outbound.allowed_cidrs", "127.0.0.0/8,::1/128")
+		"--outbound.allowed_cidrs", "127.0.0.0/8,::1/128",
+		// A channel that can pause (the simulator honours <id>:paused).
+		"--crawler.channels", `[{"id": "default", "image": "webrecorder/browsertrix-crawler:latest", "protocol": "1.x"}]`)
 	if err != nil {
 		replayFiles.Close()
 		log.Close()

@@ -52,6 +52,7 @@ metrics: {service_port: true, service_monitor: {enabled: true, labels: {release:
 		"mongodb://root:", "@trawler-mongo.trawler.svc.cluster.local:27017/?authSource=admin",
 		`--diskUtilization 90 --logging stats,behaviors,debug --text false --generateWACZ`,
 		`--logErrorsToRedis --restartsOnError"`, `--sizeLimit 10000000000 --timeLimit 18000`,
+		"name: shared-crawler-config-v1", `--writePagesToRedis --logErrorsToRedis --logBehaviorsToRedis --restartsOnError"`,
 		`TRAWLER_METRICS_LISTEN: ":9090"`, "containerPort: 9090",
 	} {
 		if !strings.Contains(text, want) {

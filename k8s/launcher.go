@@ -130,6 +130,16 @@ func (l *Launcher) StopCrawl(ctx context.Context, crawlID string) error {
 	return l.patchCrawlJobSpec(ctx, crawlID, map[string]any{"stopping": true})
 }
 
+// PauseCrawl pauses the crawl as of pausedAt, or resumes it when
+// pausedAt is zero (spec.pausedAt, RFC 3339 in UTC, or "").
+func (l *Launcher) PauseCrawl(ctx context.Context, crawlID string, pausedAt time.Time) error {
+	value := ""
+	if !pausedAt.IsZero() {
+		value = pausedAt.UTC().Format(time.RFC3339)
+	}
+	return l.patchCrawlJobSpec(ctx, crawlID, map[string]any{"pausedAt": value})
+}
+
 // ScaleCrawl sets the desired number of crawler instances. The range
 // check against max_crawl_scale is the caller's; the CRD rejects scale < 1.
 func (l *Launcher) ScaleCrawl(ctx context.Context, crawlID string, scale int32) error {

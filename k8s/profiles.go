@@ -28,6 +28,10 @@ type ProfileRequest struct {
 	Spec trawlerv1.ProfileJobSpec
 	// BaseProfileID, when set, is the profile the browser starts from.
 	BaseProfileID string
+	// ProxyID, when set, is the proxy the user chose, which the profile
+	// saved from the browser records (LabelProxyID); Spec.ProxyID may be
+	// the default proxy instead.
+	ProxyID string
 }
 
 // LaunchProfileBrowser creates the ProfileJob profilejob-<id>. Launching
@@ -50,6 +54,9 @@ func (l *Launcher) LaunchProfileBrowser(ctx context.Context, req ProfileRequest)
 	}
 	if req.BaseProfileID != "" {
 		labels[LabelBaseProfile] = req.BaseProfileID
+	}
+	if req.ProxyID != "" {
+		labels[LabelProxyID] = req.ProxyID
 	}
 	pj := &trawlerv1.ProfileJob{
 		ObjectMeta: metav1.ObjectMeta{Name: ProfileJobName(spec.ID), Namespace: l.namespace, Labels: labels},

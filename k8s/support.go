@@ -16,9 +16,22 @@ import (
 // namespace. The Helm chart creates them in a real cluster;
 // EnsureCrawlerSupport creates them in the sandbox (trawler dev, tests).
 const (
-	SharedCrawlerConfigName = "shared-crawler-config"
-	SharedRedisConfName     = "shared-redis-conf"
+	// SharedCrawlerConfigName holds the CRAWL_ARGS of 0.11 crawlers,
+	// SharedCrawlerConfigV1Name those of 1.x crawlers: each protocol's
+	// crawler knows its own flags.
+	SharedCrawlerConfigName   = "shared-crawler-config"
+	SharedCrawlerConfigV1Name = "shared-crawler-config-v1"
+	SharedRedisConfName       = "shared-redis-conf"
 )
+
+// SharedCrawlerConfig is the shared config whose CRAWL_ARGS the crawlers
+// of a protocol get.
+func SharedCrawlerConfig(protocol string) string {
+	if protocol == ProtocolV1 {
+		return SharedCrawlerConfigV1Name
+	}
+	return SharedCrawlerConfigName
+}
 
 // DefaultStorageName names the storage the Helm chart (and trawler dev)
 // always creates: where crawls of orgs without their own storage go.
@@ -35,9 +48,10 @@ type CrawlArgsOptions struct {
 	Extra           string // crawler_extra_args, e.g. simulator knobs
 }
 
-// CrawlArgs renders CRAWL_ARGS as the upstream chart does, minus the empty
-// user-agent flags (the crawler would take `""` literally). It ends with
-// --restartsOnError, spelled as crawler 0.11 knows it.
+// CrawlArgs renders the 0.11 crawlers' CRAWL_ARGS as the 2023 chart did,
+// minus the empty user-agent flags (the crawler would take `""`
+// literally). It ends with --restartsOnError, spelled as crawler 0.11
+// knows it.
 func CrawlArgs(o CrawlArgsOptions) string {
 	args := []string{
 		"--workers", strconv.Itoa(max(o.Workers, 1)),
@@ -53,23 +67,45 @@ func CrawlArgs(o CrawlArgsOptions) string {
 	return strings.Join(append(args, "--restartsOnError"), " ")
 }
 
+// CrawlArgsV1 renders the 1.x crawlers' CRAWL_ARGS as today's chart does
+// (upstream-2026 §0.4): no --workers (the operator passes it on the
+// command line), pages, errors and behaviour lines written to Redis, and
+// --restartsOnError last.
+func CrawlArgsV1(o CrawlArgsOptions) string {
+	args := []string{
+		"--sizeLimit", "10000000000", "--timeLimit", "18000",
+		"--maxPageLimit", strconv.Itoa(o.MaxPageLimit),
+		"--healthCheckPort", strconv.Itoa(o.HealthCheckPort),
+		"--diskUtilization", "90", "--logging", "stats,behaviors,debug", "--text", "false",
+		"--generateWACZ", "--collection", "thecrawl", "--screencastPort", "9037",
+		"--writePagesToRedis", "--logErrorsToRedis", "--logBehaviorsToRedis",
+	}
+	if o.Extra != "" {
+		args = append(args, o.Extra)
+	}
+	return strings.Join(append(args, "--restartsOnError"), " ")
+}
+
 // CrawlerSupport is what EnsureCrawlerSupport creates.
 type CrawlerSupport struct {
-	// CrawlArgs is the CRAWL_ARGS value (see CrawlArgs).
-	CrawlArgs string
+	// CrawlArgs is the 0.11 crawlers' CRAWL_ARGS (see CrawlArgs),
+	// CrawlArgsV1 the 1.x crawlers' (see CrawlArgsV1).
+	CrawlArgs   string
+	CrawlArgsV1 string
 	// StorageName and Storage are the storage secret's name suffix and
 	// its STORE_* variables.
 	StorageName string
 	Storage     map[string]string
 }
 
-// EnsureCrawlerSupport creates, in namespace ns, the shared crawler config
-// (CRAWL_ARGS), the Redis configuration (AOF on the PVC, so a paused Redis
+// EnsureCrawlerSupport creates, in namespace ns, the shared crawler
+// configs (CRAWL_ARGS of each protocol), the Redis configuration (AOF on the PVC, so a paused Redis
 // keeps the crawl state) and the storage secret. Existing objects are left
 // alone.
 func EnsureCrawlerSupport(ctx context.Context, kube kubernetes.Interface, ns string, s CrawlerSupport) error {
 	cms := []*corev1.ConfigMap{
 		{ObjectMeta: metav1.ObjectMeta{Name: SharedCrawlerConfigName}, Data: map[string]string{"CRAWL_ARGS": s.CrawlArgs}},
+		{ObjectMeta: metav1.ObjectMeta{Name: SharedCrawlerConfigV1Name}, Data: map[string]string{"CRAWL_ARGS": s.CrawlArgsV1}},
 		{ObjectMeta: metav1.ObjectMeta{Name: SharedRedisConfName}, Data: map[string]string{"redis.conf": "appendonly yes\ndir /data\n"}},
 	}
 	for _, cm := range cms {

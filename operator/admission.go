@@ -115,27 +115,51 @@ func (c *Controller) orgLimitAllows(ctx context.Context, cj *trawlerv1.CrawlJob)
 const orgQuotaTTL = 5 * time.Second
 
 type cachedQuota struct {
-	max int
+	org *store.Org // nil: no such org
 	at  time.Time
 }
 
 // orgQuota returns an org's maxConcurrentCrawls (0 = unlimited).
 func (c *Controller) orgQuota(ctx context.Context, oid uuid.UUID) (int, error) {
+	org, err := c.cachedOrg(ctx, oid)
+	if err != nil || org == nil {
+		return 0, err
+	}
+	return org.Quotas.MaxConcurrentCrawls, nil
+}
+
+// cachedOrg returns an org as read at most orgQuotaTTL ago, nil when it
+// does not exist.
+func (c *Controller) cachedOrg(ctx context.Context, oid uuid.UUID) (*store.Org, error) {
 	now := c.clock.Now()
 	if q, ok := c.quotas.Load(oid); ok && now.Sub(q.(cachedQuota).at) < orgQuotaTTL {
-		return q.(cachedQuota).max, nil
+		return q.(cachedQuota).org, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
 	defer cancel()
 	org, err := c.store.GetOrg(ctx, oid)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return 0, nil
+		org = nil
 	case err != nil:
-		return 0, fmt.Errorf("reading org quota: %w", err)
+		return nil, fmt.Errorf("reading org quota: %w", err)
 	}
-	c.quotas.Store(oid, cachedQuota{max: org.Quotas.MaxConcurrentCrawls, at: now})
-	return org.Quotas.MaxConcurrentCrawls, nil
+	c.quotas.Store(oid, cachedQuota{org: org, at: now})
+	return org, nil
+}
+
+// quotaSkip is the state a crawl's first sync ends it in when its org is
+// over a quota (upstream-2026 §6.6), "" when it may start.
+func (c *Controller) quotaSkip(ctx context.Context, cj *trawlerv1.CrawlJob, now time.Time) (string, error) {
+	oid, err := uuid.Parse(cj.Spec.OID)
+	if err != nil {
+		return "", nil
+	}
+	org, err := c.cachedOrg(ctx, oid)
+	if err != nil || org == nil {
+		return "", err
+	}
+	return skipState(org, now), nil
 }
 
 // reportProblems emits a Warning Event when the spec's problems change,

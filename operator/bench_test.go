@@ -26,17 +26,33 @@ import (
 )
 
 // benchJobs prepares n crawls (documents, ConfigMaps, Redis statuses
-// "running") and returns their CrawlJobs, not yet created. The documents
-// go in with one insert: they have no workflow to record a start on, and
-// one AddCrawl each would take minutes for a thousand on the test server.
+// "running" in the sandbox's redis-server) and returns their CrawlJobs,
+// not yet created.
 func (h *harness) benchJobs(n int) []*trawlerv1.CrawlJob {
 	h.t.Helper()
 	ctx := context.Background()
+	jobs := h.benchCrawls(n)
 	rdb := redis.NewClient(&redis.Options{Addr: h.env.Redis.Addr()})
 	defer rdb.Close()
+	pipe := rdb.Pipeline()
+	for _, j := range jobs {
+		pipe.HSet(ctx, j.Spec.ID+":status", k8s.CrawlerName(j.Spec.ID, 0), "running")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	return jobs
+}
+
+// benchCrawls prepares n crawls (documents and ConfigMaps) and returns
+// their CrawlJobs, not yet created. The documents go in with one insert:
+// they have no workflow to record a start on, and one AddCrawl each would
+// take minutes for a thousand on the test server.
+func (h *harness) benchCrawls(n int) []*trawlerv1.CrawlJob {
+	h.t.Helper()
+	ctx := context.Background()
 	jobs := make([]*trawlerv1.CrawlJob, n)
 	docs := make([]any, n)
-	pipe := rdb.Pipeline()
 	for i := range n {
 		id := fmt.Sprintf("manual-bench-%s-%04d", h.ns, i)
 		jobs[i] = &trawlerv1.CrawlJob{
@@ -47,7 +63,6 @@ func (h *harness) benchJobs(n int) []*trawlerv1.CrawlJob {
 		}
 		docs[i] = &store.Crawl{ID: id, Type: store.TypeCrawl, OID: h.org, State: store.StateStarting, Files: []store.CrawlFile{},
 			Errors: []string{}, CollectionIDs: []uuid.UUID{}, Tags: []string{}}
-		pipe.HSet(ctx, id+":status", k8s.CrawlerName(id, 0), "running")
 	}
 	client, err := mongo.Connect(options.Client().ApplyURI(h.env.MongoURI()).SetRegistry(store.Registry()))
 	if err != nil {
@@ -55,9 +70,6 @@ func (h *harness) benchJobs(n int) []*trawlerv1.CrawlJob {
 	}
 	defer client.Disconnect(ctx)
 	if _, err := client.Database(h.dbName).Collection("crawls").InsertMany(ctx, docs); err != nil {
-		h.t.Fatal(err)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
 		h.t.Fatal(err)
 	}
 	var wg sync.WaitGroup

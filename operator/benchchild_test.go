@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -44,7 +48,21 @@ const (
 	// childPprof names the file the child writes the address of its pprof
 	// server to.
 	childPprof = "TRAWLER_CHILD_PPROF"
+	// childRedisResolver, when set, is a sandbox.SharedRedis resolver: the
+	// child reaches each crawl's Redis through it, and runs the scale
+	// harness's images (childImages) instead of the stubs.
+	childRedisResolver = "TRAWLER_CHILD_REDIS_RESOLVER"
+	// childImages is "<crawler image>,<redis image>".
+	childImages = "TRAWLER_CHILD_IMAGES"
 )
+
+// mongoCountPrefix marks the MongoDB write commands among the child's
+// counts ("mongo update"), which are otherwise API requests.
+const mongoCountPrefix = "mongo "
+
+// mongoWriteCommands are the MongoDB commands that write.
+var mongoWriteCommands = map[string]bool{"insert": true, "update": true, "findAndModify": true, "delete": true,
+	"bulkWrite": true}
 
 // Stub images: the sandbox kubelet runs unknown images as containers that
 // just wait to be stopped, so these pods run without any crawling.
@@ -54,9 +72,15 @@ const (
 )
 
 // stubConfig makes the operator run stub pods and reach every crawl's
-// Redis at one redis-server (keys are per crawl already).
+// Redis at one redis-server (keys are per crawl already). Every channel
+// runs the stub too, keeping its protocol: a channel's image wins over
+// CrawlerImage.
 func stubConfig(cfg operator.Config, redisAddr string) operator.Config {
 	cfg.CrawlerImage, cfg.RedisImage = stubCrawlerImage, stubRedisImage
+	cfg.CrawlerChannels = slices.Clone(cfg.CrawlerChannels)
+	for i := range cfg.CrawlerChannels {
+		cfg.CrawlerChannels[i].Image = stubCrawlerImage
+	}
 	cpu, mem := resource.MustParse("1m"), resource.MustParse("1Mi")
 	cfg.CrawlerCPU, cfg.CrawlerMemory = &cpu, &mem
 	cfg.RedisCPU, cfg.RedisMemory = resource.MustParse("1m"), resource.MustParse("1Mi")
@@ -119,6 +143,14 @@ func runChildOperator() int {
 	cfg := operator.DefaultTestConfig()
 	cfg.Namespace = os.Getenv(childNamespace)
 	cfg = stubConfig(cfg, os.Getenv(childRedis))
+	if resolver := os.Getenv(childRedisResolver); resolver != "" {
+		crawler, redisImage, _ := strings.Cut(os.Getenv(childImages), ",")
+		cfg = scaleConfig(cfg, resolver, crawler, redisImage)
+		// go-redis logs every failed dial, and thousands of crawls dial
+		// their Redis before its pod runs; the operator's own log and
+		// metrics say what matters.
+		redis.SetLogger(quietRedisLog{})
+	}
 	rc := operator.RateLimitedRestConfig(base)
 	var mu sync.Mutex
 	counts := map[string]int64{}
@@ -135,7 +167,8 @@ func runChildOperator() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	st, err := store.Open(ctx, os.Getenv(childMongo), os.Getenv(childDB), store.WithMetrics(reg))
+	st, err := store.Open(ctx, os.Getenv(childMongo), os.Getenv(childDB), store.WithMetrics(reg),
+		countMongoWrites(&mu, counts))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -167,6 +200,35 @@ func runChildOperator() int {
 	return 0
 }
 
+// quietRedisLog drops go-redis's internal log lines.
+type quietRedisLog struct{}
+
+func (quietRedisLog) Printf(context.Context, string, ...any) {}
+
+// countMongoWrites counts the store's write commands in counts (under
+// mongoCountPrefix), next to the monitor set before it (the metrics').
+func countMongoWrites(mu *sync.Mutex, counts map[string]int64) store.Option {
+	return func(o *options.ClientOptions) error {
+		var m event.CommandMonitor
+		if o.Monitor != nil {
+			m = *o.Monitor
+		}
+		next := m.Started
+		m.Started = func(ctx context.Context, e *event.CommandStartedEvent) {
+			if mongoWriteCommands[e.CommandName] {
+				mu.Lock()
+				counts[mongoCountPrefix+e.CommandName]++
+				mu.Unlock()
+			}
+			if next != nil {
+				next(ctx, e)
+			}
+		}
+		o.SetMonitor(&m)
+		return nil
+	}
+}
+
 // servePprof serves net/http/pprof on a loopback port and writes its
 // address to file.
 func servePprof(file string) error {
@@ -188,7 +250,9 @@ type childOperator struct {
 	pprof  string
 }
 
-func (h *harness) startChildOperator(db string) *childOperator {
+// startChildOperator starts the child on the test's namespace and
+// database db; env adds settings (NAME=value).
+func (h *harness) startChildOperator(db string, env ...string) *childOperator {
 	h.t.Helper()
 	dir := h.t.TempDir()
 	c := &childOperator{counts: dir + "/counts.json", pprof: dir + "/pprof.addr"}
@@ -196,6 +260,7 @@ func (h *harness) startChildOperator(db string) *childOperator {
 	c.cmd.Env = append(os.Environ(), childEnv+"=1", childNamespace+"="+h.ns, childKube+"="+h.env.Kubeconfig(),
 		childMongo+"="+h.env.MongoURI(), childDB+"="+db, childRedis+"="+h.env.Redis.Addr(), childCounts+"="+c.counts,
 		childPprof+"="+c.pprof)
+	c.cmd.Env = append(c.cmd.Env, env...)
 	c.cmd.Stderr = os.Stderr
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
@@ -214,8 +279,30 @@ func (h *harness) startChildOperator(db string) *childOperator {
 	return c
 }
 
-// requests reads the child's request counts by verb.
+// requests reads the child's API request counts by verb (and resource,
+// for writes).
 func (c *childOperator) requests() map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range c.readCounts() {
+		if !strings.HasPrefix(k, mongoCountPrefix) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// mongoWrites reads the child's MongoDB write commands, by command.
+func (c *childOperator) mongoWrites() map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range c.readCounts() {
+		if cmd, ok := strings.CutPrefix(k, mongoCountPrefix); ok {
+			out[cmd] = v
+		}
+	}
+	return out
+}
+
+func (c *childOperator) readCounts() map[string]int64 {
 	b, err := os.ReadFile(c.counts)
 	if err != nil {
 		return map[string]int64{}

@@ -42,6 +42,14 @@ func (h *harness) apiServerProfile(name string, secs int) func() string {
 // apiServerRequests reads the API server's request counts (from its
 // /metrics) by "verb resource/subresource".
 func (h *harness) apiServerRequests() map[string]float64 {
+	return h.apiServerRequestsBy(func(l map[string]string) string {
+		return l["verb"] + " " + l["resource"] + "/" + l["subresource"]
+	})
+}
+
+// apiServerRequestsBy reads the API server's request counts, summed by
+// the key key makes of each series' labels.
+func (h *harness) apiServerRequestsBy(key func(labels map[string]string) string) map[string]float64 {
 	h.t.Helper()
 	data, err := h.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
@@ -65,7 +73,7 @@ func (h *harness) apiServerRequests() map[string]float64 {
 			for _, p := range m.GetLabel() {
 				l[p.GetName()] = p.GetValue()
 			}
-			out[l["verb"]+" "+l["resource"]+"/"+l["subresource"]] += m.GetCounter().GetValue()
+			out[key(l)] += m.GetCounter().GetValue()
 		}
 	}
 	return out

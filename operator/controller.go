@@ -39,6 +39,8 @@ const (
 	ReasonStateChanged    = "StateChanged"
 	ReasonDocumentMissing = "CrawlDocumentMissing"
 	ReasonCreateFailed    = "CreateFailed"
+	ReasonRedisLost       = "RedisLost"
+	ReasonAutoPaused      = "AutoPaused"
 )
 
 // Controller reconciles CrawlJobs and ProfileJobs in one namespace.
@@ -48,6 +50,10 @@ type Controller struct {
 	trawler  versioned.Interface
 	store    CrawlStore
 	notifier Notifier
+	// pages reads 0.11 crawls' pages from their WACZ files (nil: none).
+	pages WACZPages
+	// mailer sends the automatic pauses' e-mails (nil: logged only).
+	mailer   Mailer
 	clock    clock.WithTicker
 	logs     LogReader
 	recorder record.EventRecorder
@@ -69,25 +75,32 @@ type Controller struct {
 	jobsByOrg      labelIndex[*trawlerv1.CrawlJob]
 	synced         []cache.InformerSynced
 
+	// queue holds state work; progress alone has a lane of its own
+	// (progressqueue.go).
 	queue        workqueue.TypedRateLimitingInterface[string]
 	profileQueue workqueue.TypedRateLimitingInterface[string]
+	progress     *progressLane
+	// locks keeps a job's syncs from the two queues apart.
+	locks keyLocks
+	// calls are state transitions the store is slow to answer.
+	calls transitionCalls
+	// progressStore writes the crawl documents' progress in batches.
+	progressStore *progressStore
 
 	pollers    *pollers
 	background *backgroundTasks
 	// usage is nil when pod usage is not read.
 	usage *usageWatcher
-	// written remembers the status we last wrote per job and the version
-	// it replaced, so a sync racing the informer does not act on the old.
-	written sync.Map // key -> writtenJob
+	// written remembers the statuses we wrote that the informer has not
+	// shown yet, so a sync racing the informer does not act on the old.
+	written *writtenJobs
+	// expect holds the children created or deleted that the caches do
+	// not show yet.
+	expect *expectations
 	// budget holds progress writes to one per stats interval per job.
 	budget *writeBudget
 	// quotas caches org concurrency quotas (uuid -> cachedQuota).
 	quotas sync.Map
-}
-
-type writtenJob struct {
-	replacedRV string
-	job        *trawlerv1.CrawlJob
 }
 
 // eventScheme resolves the kinds events refer to (core objects, CrawlJob,
@@ -109,7 +122,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{cfg: cfg, kube: deps.Kube, trawler: deps.Trawler, store: deps.Store, notifier: deps.Events,
-		clock: deps.Clock, logs: deps.Logs, recorder: deps.Recorder, log: deps.Log, telemetry: deps.Telemetry}
+		pages: deps.Pages, mailer: deps.Mailer, clock: deps.Clock, logs: deps.Logs, recorder: deps.Recorder, log: deps.Log, telemetry: deps.Telemetry}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
@@ -163,7 +176,15 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "crawljobs", Clock: c.clock, MetricsProvider: c.telemetry.queueProvider()})
 	c.profileQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "profilejobs", Clock: c.clock, MetricsProvider: c.telemetry.queueProvider()})
+	progressClient := deps.ProgressTrawler
+	if progressClient == nil {
+		progressClient = deps.Trawler
+	}
+	c.progress = newProgressLane(cfg, progressClient, c.clock, c.telemetry)
+	c.progressStore = newProgressStore(deps.Store, cfg.StoreTimeout, c.log)
 	c.budget = newWriteBudget(cfg.StatsInterval)
+	c.written = newWrittenJobs()
+	c.expect = newExpectations()
 	c.pollers = newPollers(cfg, deps.Store, c.clock, c.log, c.wake)
 	c.background = newBackgroundTasks()
 	if deps.Metrics != nil && cfg.MetricsInterval > 0 {
@@ -193,6 +214,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 func (c *Controller) Run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
+	defer c.progress.queue.ShutDown()
 	defer c.profileQueue.ShutDown()
 	defer c.pollers.stopAll()
 	if c.broadcaster != nil {
@@ -211,18 +233,28 @@ func (c *Controller) Run(ctx context.Context) {
 	c.log.Info("operator started", "namespace", c.cfg.Namespace, "workers", c.cfg.Workers)
 	defer c.telemetry.runs(c)()
 	syncJob, syncProfile := c.telemetry.timed("crawljobs", c.sync), c.telemetry.timed("profilejobs", c.syncProfile)
+	syncProgress := c.telemetry.timed("crawljob-progress", c.syncProgress)
 	var wg sync.WaitGroup
 	for range c.cfg.Workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.queue, syncJob), time.Second) })
 	}
+	for range c.cfg.ProgressWorkers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.progressWorker(syncProgress), time.Second) })
+	}
+	wg.Go(func() { c.progressStore.run(ctx) })
 	wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.profileQueue, syncProfile), time.Second) })
 	if c.usage != nil {
 		wg.Go(func() { c.usage.run(ctx) })
 	}
 	<-ctx.Done()
+	// Control writes stop first: a worker may take a while to return,
+	// and the pollers must not go on asserting its stale decisions.
+	c.pollers.stopAll()
 	c.queue.ShutDown()
+	c.progress.queue.ShutDown()
 	c.profileQueue.ShutDown()
 	wg.Wait()
+	c.calls.wg.Wait()
 	c.background.wait()
 }
 
@@ -265,8 +297,9 @@ func (c *Controller) processNextItem(ctx context.Context, q workqueue.TypedRateL
 	return true
 }
 
-// jobHandler enqueues CrawlJobs or ProfileJobs on every change; resyncs
-// come through as updates with the same version and are the safety net.
+// jobHandler enqueues CrawlJobs or ProfileJobs on every change but a
+// CrawlJob's own progress write (progressEcho); resyncs come through as
+// updates with the same version and are the safety net.
 func (c *Controller) jobHandler(q workqueue.TypedRateLimitingInterface[string]) cache.ResourceEventHandler {
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -274,8 +307,12 @@ func (c *Controller) jobHandler(q workqueue.TypedRateLimitingInterface[string]) 
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		AddFunc: enqueue,
+		UpdateFunc: func(old, obj any) {
+			if !progressEcho(old, obj) {
+				enqueue(obj)
+			}
+		},
 		DeleteFunc: enqueue,
 	}
 }
@@ -324,11 +361,12 @@ func (c *Controller) enqueueOwner(obj any) {
 }
 
 // wake is how a poller asks for a sync: at once when what it saw may
-// change a decision, and for progress alone when the write budget allows
-// the next progress write (one sync per stats interval, not one per poll).
+// change a decision, and for progress alone on the progress queue when
+// the write budget allows the next progress write (one sync per stats
+// interval, not one per poll).
 func (c *Controller) wake(key string, progressOnly bool) {
 	if progressOnly {
-		c.queue.AddAfter(key, c.budget.wait(key, c.clock.Now()))
+		c.progress.queue.AddAfter(key, c.budget.wait(key, c.clock.Now()))
 		return
 	}
 	c.queue.Add(key)

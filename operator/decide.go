@@ -26,11 +26,17 @@ type observed struct {
 	ConfigMapOK bool
 	// OrgSlotFree is the org concurrency gate (meaningful while starting).
 	OrgSlotFree bool
+	// QuotaSkip is the skipped state the org's quotas end the crawl in
+	// at its first sync, "" when it may start (skipState).
+	QuotaSkip string
 	// Usage is the latest measured usage of the crawl's pods by pod name
 	// (empty without metrics).
 	Usage map[string]podUsage
 	// Redis is the poller's last state, nil when none polled yet.
 	Redis *redisState
+	// Exec is the store's answer to the plan's accounting tick, nil when
+	// there was none or it failed. The sync learns it after decide.
+	Exec *execAnswer
 	// FinishTasksDone is true when the post-crawl tasks just completed.
 	FinishTasksDone bool
 	// StartedNotified is true when the crawlStarted notification was just
@@ -66,16 +72,26 @@ var waitingCapacityFrom = slices.Concat([]string{store.StateStarting}, store.Run
 func decide(cj *trawlerv1.CrawlJob, o observed, cfg Config) plan {
 	st := cj.Status
 	p := newPlan(st)
+	p.CrawlerImage = cfg.crawlerChannel(cj.Spec.CrawlerChannel).Image
 	p.Problems = validateSpec(cj, cfg, o.ConfigMapOK)
 
 	if cj.DeletionTimestamp != nil && st.Finished == nil {
 		// Deleting a job cancels its crawl at once (a crawl whose document
 		// is gone or already final adopts that), and tears it down.
 		p.move(transition{To: store.StateCanceled, From: store.ActiveStates, Finished: true})
+		p.accountExec(cj, o, cfg)
 		p.teardown(cj, o)
+		p.fastCancel(cj, o, cfg)
 		return p
 	}
 	if st.Finished != nil || store.IsFinished(p.Reaches) {
+		p.teardown(cj, o)
+		p.fastCancel(cj, o, cfg)
+		return p
+	}
+	if st.State == "" && o.QuotaSkip != "" {
+		// Over a quota before anything ran: no children, a failed state.
+		p.move(transition{To: o.QuotaSkip, From: []string{store.StateStarting}, Finished: true})
 		p.teardown(cj, o)
 		return p
 	}
@@ -111,6 +127,7 @@ func decide(cj *trawlerv1.CrawlJob, o observed, cfg Config) plan {
 		// The first render scales up at once.
 		p.Scale = wanted
 	}
+	p.endPaused(cj, o, cfg)
 	restarting := cj.Spec.RestartTime != st.RestartTime
 	if restarting && len(o.Crawlers) == 0 {
 		// Every old pod is gone: record the restart as done and recreate.
@@ -119,6 +136,7 @@ func decide(cj *trawlerv1.CrawlJob, o observed, cfg Config) plan {
 	}
 
 	active := crawlerActive(o.Crawlers)
+	p.uncharged(st, active, o.Now)
 	p.trackActivity(st, o, cfg, active)
 	reachable := o.Redis != nil && o.Redis.Reachable
 
@@ -144,7 +162,14 @@ func decide(cj *trawlerv1.CrawlJob, o observed, cfg Config) plan {
 			p.lookAgainIn(created.Add(cfg.StartingTimeout).Sub(o.Now))
 		}
 	case !reachable:
+		// A starting crawl's Redis comes up beside its crawlers: not
+		// reachable yet is the normal start, not worth a status write of
+		// its own (issue 28: at most 3 from create to running); a start
+		// that hangs here moves to waiting_capacity after StartingTimeout.
 		p.WaitingReason = "waiting for redis"
+		if p.Reaches == store.StateStarting {
+			p.WaitingReason = ""
+		}
 		since := o.Now
 		if o.Redis != nil {
 			since = o.Redis.Since
@@ -165,13 +190,21 @@ func decide(cj *trawlerv1.CrawlJob, o observed, cfg Config) plan {
 		}
 		p.running(cj, o)
 	}
+	p.accountExec(cj, o, cfg)
+
+	p.pauseControl(cj, o, isPauseReason(p.StopReason) && !pauseTime(cj).IsZero() && !store.IsPaused(p.Reaches))
 
 	initRedis := p.Activity.InitRedis
 	p.Poll = initRedis
+	if speaksV1(cj, cfg) {
+		p.Control.Exits = exitLines(o)
+	}
 	p.Children = childPlan{RedisPVC: true, RedisPod: initRedis}
+	// A paused crawl keeps its volumes and runs no crawler.
+	paused := isPaused(cj, p.Reaches)
 	for i := range int(p.Scale) {
 		p.Children.CrawlerPVCs = append(p.Children.CrawlerPVCs, i)
-		if !restarting {
+		if !restarting && !paused && !stalePaused(cj, o, i, stopAsked) {
 			p.Children.CrawlerPods = append(p.Children.CrawlerPods, i)
 		}
 	}

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/google/uuid"
 	"k8s.io/client-go/kubernetes"
@@ -24,7 +25,11 @@ import (
 type Deps struct {
 	Kube    kubernetes.Interface
 	Trawler versioned.Interface
-	Store   CrawlStore
+	// ProgressTrawler writes statuses that changed in progress alone, with
+	// a rate limiter of its own so they never hold up Trawler's state
+	// changes (default: Trawler).
+	ProgressTrawler versioned.Interface
+	Store           CrawlStore
 	// Clock drives every time-based decision (default: real time).
 	Clock clock.WithTicker
 	// Logs reads a pod's log for failed crawls (default: the pods/log API).
@@ -41,6 +46,17 @@ type Deps struct {
 	Events Notifier
 	// Telemetry records the operator's Prometheus metrics (nil: none).
 	Telemetry *Telemetry
+	// Pages reads finished crawls' pages from their WACZ files (nil:
+	// pages come only through Redis).
+	Pages WACZPages
+	// Mailer sends the e-mails to org owners about automatic pauses
+	// (nil: they are only logged).
+	Mailer Mailer
+}
+
+// Mailer delivers one plain-text e-mail (email.Sender implements it).
+type Mailer interface {
+	Send(ctx context.Context, to, subject, body string) error
 }
 
 // CrawlStore is what the operator needs from the crawl database. Every
@@ -50,9 +66,10 @@ type CrawlStore interface {
 	// SetCrawlState is the compare-and-set of state transitions; it returns
 	// whether it changed the crawl and the crawl as stored afterwards.
 	SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra store.CrawlStateExtra) (bool, *store.Crawl, error)
-	// RecordCrawlProgress stores live stats (unless the crawl has ended)
-	// and the per-pod view in one write; nil leaves either as it is.
-	RecordCrawlProgress(ctx context.Context, crawlID string, stats *store.CrawlStats, pods map[string]store.PodStatus) (bool, error)
+	// RecordCrawlsProgress stores many crawls' live stats (unless a crawl
+	// has ended) and per-pod views in one bulk write; nil leaves either as
+	// it is.
+	RecordCrawlsProgress(ctx context.Context, progress []store.CrawlProgress) (int64, error)
 	// AddCrawlFiles records WACZ files, each at most once per filename.
 	AddCrawlFiles(ctx context.Context, crawlID string, files []store.CrawlFile) (store.FileResult, error)
 	// AddCrawlErrors records error lines seq, seq+1, ... at most once.
@@ -66,6 +83,28 @@ type CrawlStore interface {
 	GetCrawlByID(ctx context.Context, id string) (*store.Crawl, error)
 	// GetOrg returns an org (for its concurrency quota).
 	GetOrg(ctx context.Context, id uuid.UUID) (*store.Org, error)
+	// AddPages inserts page documents in one write, skipping ids already
+	// stored.
+	AddPages(ctx context.Context, pages []store.Page) (int, error)
+	// ChargeCrawlExec counts a crawl's crawler-pod seconds since its last
+	// count and charges them to its org, at most once per count.
+	ChargeCrawlExec(ctx context.Context, crawlID string, since *time.Time, now time.Time, seconds int64) (store.ExecTick, error)
+	// RequestCrawlPause records a pause request on the crawl document.
+	RequestCrawlPause(ctx context.Context, crawlID string, at time.Time) error
+	// ClaimAutoPauseEmail reports, once per automatic pause, that the
+	// owners are to be told.
+	ClaimAutoPauseEmail(ctx context.Context, crawlID string) (bool, error)
+	// OrgOwnerEmails returns the addresses of an org's owners.
+	OrgOwnerEmails(ctx context.Context, oid uuid.UUID) ([]string, error)
+}
+
+// WACZPages reads the pages of a finished crawl from its WACZ files when
+// the crawler did not send them through Redis (0.11 channels); the API
+// implements it, since the operator has no storage access.
+type WACZPages interface {
+	// AddWACZPages reads the pages of crawl crawlID from its WACZ files if
+	// it ended successfully and has none stored yet.
+	AddWACZPages(ctx context.Context, crawlID string) error
 }
 
 // LogReader reads container logs; the sandbox provides one since its

@@ -46,8 +46,9 @@ type children struct {
 	PVCs map[string]*corev1.PersistentVolumeClaim
 }
 
-// desiredChildren renders a plan into pods and PVCs. It is pure: the same
-// job, config and plan always give the same objects.
+// desiredChildren renders a plan into pods and PVCs. It is pure but for
+// the proxy list, read as it is now: the same job, config, proxies and
+// plan always give the same objects.
 func desiredChildren(cj *trawlerv1.CrawlJob, cfg Config, plan childPlan) children {
 	out := children{Pods: map[string]*corev1.Pod{}, PVCs: map[string]*corev1.PersistentVolumeClaim{}}
 	id := cj.Spec.ID
@@ -106,19 +107,18 @@ func newPVC(cj *trawlerv1.CrawlJob, name, role string, size resource.Quantity, c
 	return p
 }
 
-// crawlerPod is instance i of the crawl, as browsertrix-crawler 0.11
-// expects it: its hostname is its instance id in Redis, CRAWL_ID is the key
-// prefix and WEBHOOK_URL makes it push finished WACZs to crawls-done.
+// crawlerPod is instance i of the crawl, as its channel's crawler expects
+// it (crawlerCommand and configMount tell the protocols apart), running
+// the channel's image: its hostname is its instance id in Redis, CRAWL_ID
+// is the key prefix and WEBHOOK_URL makes it push finished WACZs to
+// crawls-done.
 func crawlerPod(cj *trawlerv1.CrawlJob, cfg Config, i int) *corev1.Pod {
 	id := cj.Spec.ID
 	name := k8s.CrawlerName(id, i)
 	redisURL := k8s.RedisURL(id, cfg.Namespace, cfg.ClusterDomain)
 	cpu, mem := cfg.crawlerResources()
+	ch := cfg.crawlerChannel(cj.Spec.CrawlerChannel)
 
-	command := []string{"crawl", "--config", "/tmp/crawl-config.json", "--redisStoreUrl", redisURL}
-	if cj.Spec.ProfileFilename != "" {
-		command = append(command, "--profile", "@profiles/"+cj.Spec.ProfileFilename)
-	}
 	env := []corev1.EnvVar{
 		{Name: "CRAWL_ID", Value: id},
 		{Name: "WEBHOOK_URL", Value: redisURL + "/" + crawlredis.CrawlsDone},
@@ -131,16 +131,16 @@ func crawlerPod(cj *trawlerv1.CrawlJob, cfg Config, i int) *corev1.Pod {
 	}
 	container := corev1.Container{
 		Name:            "crawler",
-		Image:           cfg.CrawlerImage,
-		ImagePullPolicy: corev1.PullPolicy(cfg.CrawlerPullPolicy),
-		Command:         command,
+		Image:           ch.Image,
+		ImagePullPolicy: corev1.PullPolicy(ch.ImagePullPolicy),
+		Command:         crawlerCommand(cj, cfg, ch.Protocol, redisURL),
 		Env:             env,
 		EnvFrom: []corev1.EnvFromSource{
-			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: k8s.SharedCrawlerConfigName}}},
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: k8s.SharedCrawlerConfig(ch.Protocol)}}},
 			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: k8s.StorageSecretName(storageName(cj.Spec.StorageName))}}},
 		},
 		VolumeMounts: []corev1.VolumeMount{
-			{Name: "crawl-config", MountPath: "/tmp/crawl-config.json", SubPath: k8s.ConfigMapKey, ReadOnly: true},
+			configMount(ch.Protocol),
 			{Name: "crawl-data", MountPath: "/crawls"},
 		},
 		Resources: corev1.ResourceRequirements{
@@ -158,7 +158,7 @@ func crawlerPod(cj *trawlerv1.CrawlJob, cfg Config, i int) *corev1.Pod {
 		}
 	}
 	grace := cfg.TerminationGraceSeconds
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
 			Namespace:       cj.Namespace,
@@ -182,6 +182,40 @@ func crawlerPod(cj *trawlerv1.CrawlJob, cfg Config, i int) *corev1.Pod {
 			Containers: []corev1.Container{container},
 		},
 	}
+	proxy, _ := cfg.proxy(cj.Spec.ProxyID)
+	applyProxy(pod, proxy, cfg.ProxyMatchHosts)
+	return pod
+}
+
+// Where each protocol's crawler finds its crawl config: 0.11 reads the
+// one file, 1.x the ConfigMap's folder, which also takes updates.
+const (
+	configPathV011 = "/tmp/crawl-config.json"
+	configDirV1    = "/tmp/config/"
+)
+
+// crawlerCommand is the crawler's command line for the protocol its
+// channel speaks; the rest of its flags come from the protocol's
+// CRAWL_ARGS (k8s.CrawlArgs, k8s.CrawlArgsV1). 1.x takes --workers here.
+func crawlerCommand(cj *trawlerv1.CrawlJob, cfg Config, protocol, redisURL string) []string {
+	command := []string{"crawl", "--config", configPathV011, "--redisStoreUrl", redisURL}
+	if protocol == k8s.ProtocolV1 {
+		command = []string{"crawl", "--config", configDirV1 + k8s.ConfigMapKey,
+			"--workers", strconv.Itoa(max(cfg.CrawlerBrowsers, 1)), "--redisStoreUrl", redisURL}
+	}
+	if cj.Spec.ProfileFilename != "" {
+		command = append(command, "--profile", "@profiles/"+cj.Spec.ProfileFilename)
+	}
+	return command
+}
+
+// configMount mounts the crawl's ConfigMap where the protocol's crawler
+// reads it.
+func configMount(protocol string) corev1.VolumeMount {
+	if protocol == k8s.ProtocolV1 {
+		return corev1.VolumeMount{Name: "crawl-config", MountPath: configDirV1, ReadOnly: true}
+	}
+	return corev1.VolumeMount{Name: "crawl-config", MountPath: configPathV011, SubPath: k8s.ConfigMapKey, ReadOnly: true}
 }
 
 // redisPod is the crawl's shared state store. Its data lives on its PVC

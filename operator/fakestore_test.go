@@ -22,13 +22,18 @@ type memStore struct {
 	opLines  map[string][]string
 	orgs     map[uuid.UUID]*store.Org
 	calls    map[string]int
+	pages    map[uuid.UUID]store.Page
+	// slowStates, when set before use, holds every SetCrawlState until it
+	// is closed, as a slow database would.
+	slowStates chan struct{}
 }
 
 var errDown = errors.New("server selection timeout")
 
 func newMemStore() *memStore {
 	return &memStore{crawls: map[string]*store.Crawl{}, errLines: map[string]map[int64]string{},
-		opLines: map[string][]string{}, orgs: map[uuid.UUID]*store.Org{}, calls: map[string]int{}}
+		opLines: map[string][]string{}, orgs: map[uuid.UUID]*store.Org{}, calls: map[string]int{},
+		pages: map[uuid.UUID]store.Page{}}
 }
 
 func (m *memStore) addCrawl(id string) {
@@ -81,6 +86,9 @@ func (m *memStore) errorsOf(id string) []string {
 }
 
 func (m *memStore) SetCrawlState(_ context.Context, id, state string, from []string, extra store.CrawlStateExtra) (bool, *store.Crawl, error) {
+	if m.slowStates != nil {
+		<-m.slowStates
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.enter("SetCrawlState"); err != nil {
@@ -107,25 +115,28 @@ func (m *memStore) SetCrawlState(_ context.Context, id, state string, from []str
 	return true, &cp, nil
 }
 
-func (m *memStore) RecordCrawlProgress(_ context.Context, id string, s *store.CrawlStats, pods map[string]store.PodStatus) (bool, error) {
+func (m *memStore) RecordCrawlsProgress(_ context.Context, progress []store.CrawlProgress) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.enter("RecordCrawlProgress"); err != nil {
-		return false, err
+	if err := m.enter("RecordCrawlsProgress"); err != nil {
+		return 0, err
 	}
-	c, err := m.crawl(id)
-	if err != nil {
-		return false, err
+	var matched int64
+	for _, p := range progress {
+		c, err := m.crawl(p.CrawlID)
+		if err != nil {
+			continue
+		}
+		if p.Stats != nil && !store.IsFinished(c.State) {
+			st := *p.Stats
+			c.Stats = &st
+		}
+		if p.Pods != nil {
+			c.Pods = p.Pods
+		}
+		matched++
 	}
-	wrote := false
-	if s != nil && !store.IsFinished(c.State) && (c.Stats == nil || *c.Stats != *s) {
-		st := *s
-		c.Stats, wrote = &st, true
-	}
-	if pods != nil {
-		c.Pods, wrote = pods, true
-	}
-	return wrote, nil
+	return matched, nil
 }
 
 func (m *memStore) AddCrawlFiles(_ context.Context, id string, files []store.CrawlFile) (store.FileResult, error) {
@@ -227,6 +238,67 @@ func (m *memStore) GetOrg(_ context.Context, id uuid.UUID) (*store.Org, error) {
 	return nil, store.NotFound("org_not_found")
 }
 
+func (m *memStore) ChargeCrawlExec(_ context.Context, id string, since *time.Time, now time.Time, seconds int64) (store.ExecTick, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.enter("ChargeCrawlExec"); err != nil {
+		return store.ExecTick{}, err
+	}
+	c := m.crawls[id]
+	if c == nil {
+		return store.ExecTick{}, store.NotFound("crawl_not_found")
+	}
+	if c.LastExecUpdate != nil && (since == nil || !c.LastExecUpdate.Equal(*since)) {
+		tick := store.ExecTick{CrawlExecSeconds: c.CrawlExecSeconds}
+		if c.LastExecUpdate != nil {
+			tick.LastUpdate = *c.LastExecUpdate
+		}
+		return tick, nil
+	}
+	c.CrawlExecSeconds += seconds
+	c.LastExecUpdate = &now
+	tick := store.ExecTick{Counted: true, LastUpdate: now, CrawlExecSeconds: c.CrawlExecSeconds}
+	if o := m.orgs[c.OID]; o != nil && seconds > 0 {
+		ch := store.SplitExecCharge(o, now, seconds)
+		if o.CrawlExecSeconds == nil {
+			o.CrawlExecSeconds, o.MonthlyExecSeconds = map[string]int64{}, map[string]int64{}
+		}
+		o.CrawlExecSeconds[ch.Month] += ch.Total
+		o.MonthlyExecSeconds[ch.Month] += ch.Monthly
+		o.GiftedExecSecondsAvailable -= ch.Gifted
+		o.ExtraExecSecondsAvailable -= ch.Extra
+		cp := *o
+		tick.Org = &cp
+	}
+	return tick, nil
+}
+
+func (m *memStore) RequestCrawlPause(_ context.Context, id string, _ time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.enter("RequestCrawlPause")
+}
+
+func (m *memStore) ClaimAutoPauseEmail(_ context.Context, id string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.enter("ClaimAutoPauseEmail"); err != nil {
+		return false, err
+	}
+	c := m.crawls[id]
+	if c == nil || c.AutoPausedEmailsSent {
+		return false, nil
+	}
+	c.AutoPausedEmailsSent = true
+	return true, nil
+}
+
+func (m *memStore) OrgOwnerEmails(context.Context, uuid.UUID) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return nil, m.enter("OrgOwnerEmails")
+}
+
 // eventually polls cond every 20 ms until it holds or the timeout passes.
 func eventually(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
@@ -237,4 +309,20 @@ func eventually(timeout time.Duration, cond func() bool) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return cond()
+}
+
+func (m *memStore) AddPages(_ context.Context, pages []store.Page) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.enter("AddPages"); err != nil {
+		return 0, err
+	}
+	added := 0
+	for _, p := range pages {
+		if _, ok := m.pages[p.ID]; !ok {
+			m.pages[p.ID] = p
+			added++
+		}
+	}
+	return added, nil
 }

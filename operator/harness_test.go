@@ -64,8 +64,9 @@ func sandboxEnv(t testing.TB) *sandbox.Env {
 				o.TimeScale = simTimeScale
 			})},
 			RestartBackoff: kubelet.Backoff{Initial: 200 * time.Millisecond, Max: 2 * time.Second},
-			// Room for the benchmark's thousand crawls; 8 CPUs as usual.
-			Nodes:                kubelet.Nodes{Pods: 3000},
+			// Room for the scale benchmark's 10,000 crawls (a crawler and
+			// a Redis pod each); 8 CPUs as usual.
+			Nodes:                kubelet.Nodes{Pods: 25000},
 			CRDs:                 k8s.CRDs(),
 			CrawlPriorityClasses: 3,
 			// Crawlers upload their WACZ files, as the real ones do.
@@ -123,8 +124,10 @@ func newHarness(t testing.TB) *harness {
 		}
 		_ = h.kube.CoreV1().Namespaces().Delete(context.Background(), h.ns, metav1.DeleteOptions{})
 	})
+	args := k8s.CrawlArgsOptions{Workers: 2, HealthCheckPort: 6065}
 	err = k8s.EnsureCrawlerSupport(ctx, h.kube, h.ns, k8s.CrawlerSupport{
-		CrawlArgs:   k8s.CrawlArgs(k8s.CrawlArgsOptions{Workers: 2, HealthCheckPort: 6065}),
+		CrawlArgs:   k8s.CrawlArgs(args),
+		CrawlArgsV1: k8s.CrawlArgsV1(args),
 		StorageName: "default",
 		Storage:     shared.storage.CrawlerEnv(),
 	})
@@ -145,11 +148,13 @@ func newHarness(t testing.TB) *harness {
 }
 
 // config is the operator config tests start from: small pods, short
-// grace, fast timers.
+// grace, fast timers, and the one channel default, of the simulator,
+// speaking the protocol sandbox.TestCrawlerProtocol chooses.
 func (h *harness) config() operator.Config {
 	cfg := operator.DefaultTestConfig()
 	cfg.Namespace = h.ns
 	cfg.CrawlerImage = crawlersim.Image
+	cfg.CrawlerChannels = k8s.CrawlerChannels{{ID: k8s.DefaultChannel, Image: crawlersim.Image, Protocol: sandbox.TestCrawlerProtocol()}}
 	cfg.RedisImage = sandbox.RedisImage
 	cpu, mem := resource.MustParse("100m"), resource.MustParse("64Mi")
 	cfg.CrawlerCPU, cfg.CrawlerMemory = &cpu, &mem

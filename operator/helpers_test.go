@@ -41,6 +41,7 @@ func testConfig() Config {
 		CrawlerLivenessPort:     6065,
 		TerminationGraceSeconds: 600,
 		RedisPollInterval:       250 * time.Millisecond,
+		RedisIdlePollInterval:   4 * time.Second,
 		StatsInterval:           2 * time.Second,
 		RedisTimeout:            2 * time.Second,
 		RedisUnreachableGrace:   10 * time.Second,
@@ -48,12 +49,15 @@ func testConfig() Config {
 		MetricsInterval:         30 * time.Second,
 		Resync:                  30 * time.Second,
 		Workers:                 16,
+		ProgressWorkers:         8,
+		ProgressQPS:             500,
 		DefaultTTL:              30 * time.Second,
 		RedisIdle:               60 * time.Second,
 		StartingTimeout:         60 * time.Second,
 		StuckPodTimeout:         60 * time.Second,
 		CrashLoopRestarts:       5,
 		MaxCrawlerRestarts:      20,
+		ExecAccountingInterval:  60 * time.Second,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
@@ -32,6 +33,7 @@ type doneMessage struct {
 type ingester struct {
 	store       CrawlStore
 	id          string
+	oid         uuid.UUID
 	storagePath string
 	storageName string
 	timeout     time.Duration
@@ -44,7 +46,8 @@ type ingester struct {
 }
 
 func newIngester(cj *trawlerv1.CrawlJob, st CrawlStore, timeout time.Duration, log *slog.Logger) *ingester {
-	return &ingester{store: st, id: cj.Spec.ID, storagePath: cj.Spec.StoragePath, storageName: storageName(cj.Spec.StorageName),
+	oid, _ := uuid.Parse(cj.Spec.OID)
+	return &ingester{store: st, id: cj.Spec.ID, oid: oid, storagePath: cj.Spec.StoragePath, storageName: storageName(cj.Spec.StorageName),
 		timeout: timeout, log: log, filesAdded: cj.Status.FilesAdded, filesAddedSize: cj.Status.FilesAddedSize}
 }
 
@@ -161,13 +164,16 @@ func (in *ingester) drain(ctx context.Context, c *redis.Client) error {
 		if err != nil {
 			return err
 		}
-		if len(s.Done) == 0 && len(s.Errors) == 0 {
+		if len(s.Done) == 0 && len(s.Errors) == 0 && len(s.Pages) == 0 {
 			return nil
 		}
 		if _, err := in.files(ctx, c, s); err != nil {
 			return err
 		}
 		if err := in.errorLines(ctx, c, s); err != nil {
+			return err
+		}
+		if err := in.pages(ctx, c, s); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/tools/leaderelection"
@@ -44,8 +45,20 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 	if err != nil {
 		return fmt.Errorf("creating lease lock: %w", err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
+	// The elector releases the Lease when runCtx ends, so runCtx outlives
+	// ctx until this replica's control writes have stopped: the next
+	// leader must not find them still going.
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	stopControl := sync.OnceFunc(c.pollers.stopAll)
+	go func() {
+		select {
+		case <-ctx.Done():
+			stopControl()
+			cancel()
+		case <-runCtx.Done():
+		}
+	}()
 	// The elector calls OnStartedLeading on a goroutine it does not wait
 	// for, so the controller runs here instead: this function then returns
 	// only after the controller has stopped.
@@ -61,6 +74,7 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, le LeaderElectio
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) { leading <- ctx },
 			OnStoppedLeading: func() {
+				stopControl()
 				if ctx.Err() == nil {
 					lost = true
 				}

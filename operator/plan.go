@@ -55,6 +55,11 @@ type plan struct {
 	// Stopping is set once the crawl is told to stop, by its user or a
 	// limit; it stays set.
 	Stopping bool
+	// StopReason says why the crawl stops or pauses (status.stopReason).
+	StopReason string
+
+	// CrawlerImage is the image of the crawl's channel as configured now.
+	CrawlerImage string
 
 	// The facts below are set only by the pass that establishes them.
 
@@ -69,6 +74,9 @@ type plan struct {
 	// Progress is the crawl's progress as its Redis tells, nil when the
 	// pass did not read it (the crawl is not running).
 	Progress *progress
+	// Exec is the execution-time accounting tick to carry out, nil when
+	// none is due (execquota.go).
+	Exec *execTick
 }
 
 // progress is a crawl's progress as its Redis tells.
@@ -83,7 +91,7 @@ type progress struct {
 func newPlan(st trawlerv1.CrawlJobStatus) plan {
 	p := plan{Reaches: st.State, Scale: st.Scale, RestartsAtProgress: st.RestartsAtProgress,
 		CrawlerRestarts: st.CrawlerRestarts, WaitingReason: st.WaitingReason, RunningSince: st.RunningSince,
-		Stopping: st.Stopping}
+		Stopping: st.Stopping, StopReason: st.StopReason}
 	if p.Reaches == "" {
 		p.Reaches = store.StateStarting
 	}

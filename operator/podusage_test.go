@@ -69,6 +69,25 @@ func TestFormatUsage(t *testing.T) {
 	}
 }
 
+// TestMergeUsageAgainstTheRequest: a crawler that requested 1200m and
+// 1280Mi shows a new value only once it moved by a tenth of that.
+func TestMergeUsageAgainstTheRequest(t *testing.T) {
+	requests := map[string]string{"cpu": "1200m", "memory": "1280Mi", "storage": "22Gi"}
+	prev := map[string]string{"cpu": "850m", "memory": "600Mi"}
+	for _, tt := range []struct {
+		cpu, mem int64
+		want     map[string]string
+	}{
+		{960, 720 * mi, prev},
+		{1000, 600 * mi, map[string]string{"cpu": "1000m", "memory": "600Mi"}},
+		{850, 750 * mi, map[string]string{"cpu": "850m", "memory": "750Mi"}},
+	} {
+		if got := mergeUsage(prev, podUsage{CPUMilli: tt.cpu, Memory: tt.mem}, true, requests); !maps.Equal(got, tt.want) {
+			t.Errorf("%dm %dMi: got %v, want %v", tt.cpu, tt.mem/mi, got, tt.want)
+		}
+	}
+}
+
 func TestMergeUsage(t *testing.T) {
 	u := func(cpu, mem int64) podUsage { return podUsage{CPUMilli: cpu, Memory: mem} }
 	s := func(cpu, mem string) map[string]string { return map[string]string{"cpu": cpu, "memory": mem} }
@@ -92,7 +111,7 @@ func TestMergeUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := mergeUsage(tt.prev, tt.cur, tt.measured); !maps.Equal(got, tt.want) {
+			if got := mergeUsage(tt.prev, tt.cur, tt.measured, nil); !maps.Equal(got, tt.want) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
@@ -387,7 +406,7 @@ func TestSyncReportsPodUsage(t *testing.T) {
 	}
 	syncAndSeed := func() []string {
 		t.Helper()
-		if err := f.sync(); err != nil {
+		if err := f.syncProgress(); err != nil {
 			t.Fatal(err)
 		}
 		w := f.writes()
@@ -419,9 +438,9 @@ func TestSyncReportsPodUsage(t *testing.T) {
 	if got := drain(); !slices.Equal(got, []string{key}) {
 		t.Fatalf("enqueued %v, want the crawl once", got)
 	}
-	storeWrites := f.store.calls["RecordCrawlProgress"]
+	storeWrites := f.store.calls["RecordCrawlsProgress"]
 	f.clock.Step(f.c.cfg.StatsInterval) // usage is progress: one write per interval
-	if w := syncAndSeed(); !contains(w, "update crawljobs/status") {
+	if w := syncAndSeed(); !contains(w, "patch crawljobs/status") {
 		t.Fatalf("usage did not reach the status: %v", w)
 	}
 	st := f.status()
@@ -431,7 +450,7 @@ func TestSyncReportsPodUsage(t *testing.T) {
 	if got := st.Pods["redis"].Usage; !maps.Equal(got, map[string]string{"cpu": "3m", "memory": "20Mi"}) {
 		t.Errorf("redis usage %v", got)
 	}
-	if f.store.calls["RecordCrawlProgress"] != storeWrites+1 {
+	if f.store.calls["RecordCrawlsProgress"] != storeWrites+1 {
 		t.Errorf("crawl document not written")
 	}
 	doc := f.store.get(testID)
@@ -454,7 +473,7 @@ func TestSyncReportsPodUsage(t *testing.T) {
 			t.Errorf("%s: writes on jitter: %v", cpu, w)
 		}
 	}
-	if f.store.calls["RecordCrawlProgress"] != storeWrites+1 {
+	if f.store.calls["RecordCrawlsProgress"] != storeWrites+1 {
 		t.Errorf("crawl document rewritten on jitter")
 	}
 
@@ -465,7 +484,7 @@ func TestSyncReportsPodUsage(t *testing.T) {
 	if got := drain(); !slices.Equal(got, []string{key}) {
 		t.Fatalf("enqueued %v after a real change", got)
 	}
-	if w := syncAndSeed(); len(w) != 1 || !contains(w, "update crawljobs/status") {
+	if w := syncAndSeed(); len(w) != 1 || !contains(w, "patch crawljobs/status") {
 		t.Errorf("writes %v, want the status", w)
 	}
 	if got := f.status().Pods["0"].Usage; !maps.Equal(got, map[string]string{"cpu": "1500m", "memory": "900Mi"}) {

@@ -3,6 +3,9 @@ package operator
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +28,8 @@ type pollers struct {
 
 	mu sync.Mutex
 	m  map[string]*poller // by job key
+	// closed refuses new pollers once stopAll has run.
+	closed bool
 }
 
 func newPollers(cfg Config, st CrawlStore, clk clock.PassiveClock, log *slog.Logger, notify func(key string, progressOnly bool)) *pollers {
@@ -32,9 +37,14 @@ func newPollers(cfg Config, st CrawlStore, clk clock.PassiveClock, log *slog.Log
 }
 
 // ensure starts the crawl's poller if needed and sets what it should
-// assert.
-func (ps *pollers) ensure(ctx context.Context, key string, cj *trawlerv1.CrawlJob, ctl redisControl) {
+// assert. pods sums up the crawl's pods as the cache shows them
+// (podsVersion): when they changed, the poller leaves its idle pace.
+func (ps *pollers) ensure(ctx context.Context, key string, cj *trawlerv1.CrawlJob, ctl redisControl, pods string) {
 	ps.mu.Lock()
+	if ps.closed {
+		ps.mu.Unlock()
+		return
+	}
 	p := ps.m[key]
 	if p == nil {
 		client, err := newRedisClient(ps.cfg, cj.Spec.ID)
@@ -50,7 +60,21 @@ func (ps *pollers) ensure(ctx context.Context, key string, cj *trawlerv1.CrawlJo
 		p.start()
 	}
 	ps.mu.Unlock()
-	p.setControl(ctl)
+	p.setControl(ctl, pods)
+}
+
+// podsVersion sums up a crawl's pods as the cache shows them: their
+// names and resource versions, which change with every status a kubelet
+// reports (started, ready, exited, restarted).
+func podsVersion(o observed) string {
+	var b strings.Builder
+	for _, i := range slices.Sorted(maps.Keys(o.Crawlers)) {
+		b.WriteString(o.Crawlers[i].Name + "@" + o.Crawlers[i].ResourceVersion + " ")
+	}
+	if o.RedisPod != nil {
+		b.WriteString(o.RedisPod.Name + "@" + o.RedisPod.ResourceVersion)
+	}
+	return b.String()
 }
 
 // get returns the last state of a job's poller, nil if none runs.
@@ -83,16 +107,24 @@ func (ps *pollers) stop(key string) <-chan struct{} {
 	return p.done
 }
 
-// stopAll ends every poller (operator shutdown or lost leadership).
+// stopAll ends every poller and refuses new ones, and returns once no
+// round runs any more: from then on this process asserts nothing in any
+// crawl's Redis (lost leadership or shutdown, before the next leader
+// asserts its own decisions).
 func (ps *pollers) stopAll() {
 	ps.mu.Lock()
-	ids := make([]string, 0, len(ps.m))
+	ps.closed = true
+	keys := make([]string, 0, len(ps.m))
 	for key := range ps.m {
-		ids = append(ids, key)
+		keys = append(keys, key)
 	}
 	ps.mu.Unlock()
-	for _, key := range ids {
-		<-ps.stop(key)
+	done := make([]<-chan struct{}, 0, len(keys))
+	for _, key := range keys {
+		done = append(done, ps.stop(key))
+	}
+	for _, d := range done {
+		<-d
 	}
 }
 
@@ -100,6 +132,11 @@ func (ps *pollers) stopAll() {
 // errors, and wakes the controller when something changed: at once for
 // what may change a decision, within the write budget for progress (the
 // sync writes the stats, to the status and the crawl document together).
+//
+// Its pace follows the crawl (pollDelay): the poll interval while the
+// crawl changes, slower and slower while it shows nothing new, so that
+// an idle crawl costs a round trip every few seconds; a new control or a
+// change of its pods wakes it at once.
 //
 // It holds no goroutine between rounds: each round runs from a timer
 // (time.AfterFunc), so a thousand crawls cost a thousand timers, not a
@@ -124,20 +161,25 @@ type poller struct {
 	polling bool
 	kicked  bool
 
+	// pods is the last podsVersion seen; quiet counts the rounds in a
+	// row that found nothing new.
+	pods  string
+	quiet int
+
 	failures   int
 	storeRetry time.Time
 	storeFails int
 }
 
-// setControl changes what the poller asserts, polling at once if it
-// changed.
-func (p *poller) setControl(ctl redisControl) {
+// setControl changes what the poller asserts, polling at once if it or
+// the crawl's pods changed.
+func (p *poller) setControl(ctl redisControl, pods string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ctl.equal(ctl) {
+	if p.ctl.equal(ctl) && p.pods == pods {
 		return
 	}
-	p.ctl = ctl
+	p.ctl, p.pods, p.quiet = ctl, pods, 0
 	if p.polling {
 		p.kicked = true
 	} else if p.ctx.Err() == nil {
@@ -239,17 +281,37 @@ func (p *poller) pollOnce(ctx context.Context) time.Duration {
 	p.failures = 0
 
 	pending := p.record(ctx, s)
-	p.publish(func(*redisState) *redisState {
+	changed := p.publish(func(*redisState) *redisState {
 		return &redisState{
 			Reachable: true, Since: p.ps.clock.Now(), Statuses: s.Statuses, StopOne: s.StopOne,
 			PagesDone: s.PagesDone, PagesFound: s.PagesFound, Size: s.Size,
 			PendingFiles: pending, FilesAdded: p.in.filesAdded, FilesAddedSize: p.in.filesAddedSize,
 		}
 	})
-	return cfg.RedisPollInterval
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// A full batch of pages means more may wait: no slower pace yet.
+	if changed || pending > 0 || len(s.Pages) == pageBatch {
+		p.quiet = 0
+	} else {
+		p.quiet++
+	}
+	return pollDelay(cfg.RedisPollInterval, cfg.RedisIdlePollInterval, p.quiet)
 }
 
-// record writes files and errors to the store, backing off while the
+// pollDelay is the wait before the next round of a crawl whose Redis
+// showed nothing new for quiet rounds in a row: the poll interval until a
+// second has passed so (a busy crawl at a page a second never gets
+// there), then twice as long per quiet round, up to idle.
+func pollDelay(interval, idle time.Duration, quiet int) time.Duration {
+	patience := max(int(time.Second/interval), 1)
+	if quiet < patience || idle <= interval {
+		return interval
+	}
+	return backoff(interval, quiet-patience+2, idle)
+}
+
+// record writes files, errors and pages to the store, backing off while the
 // store fails. It returns the number of unrecorded files.
 func (p *poller) record(ctx context.Context, s snapshot) int {
 	if p.ps.clock.Now().Before(p.storeRetry) {
@@ -258,6 +320,9 @@ func (p *poller) record(ctx context.Context, s snapshot) int {
 	pending, err := p.in.files(ctx, p.client, s)
 	if err == nil {
 		err = p.in.errorLines(ctx, p.client, s)
+	}
+	if err == nil {
+		err = p.in.pages(ctx, p.client, s)
 	}
 	if err != nil && ctx.Err() == nil {
 		p.storeFails++
@@ -270,8 +335,9 @@ func (p *poller) record(ctx context.Context, s snapshot) int {
 	return pending
 }
 
-// publish replaces the state and wakes the controller if it changed.
-func (p *poller) publish(next func(prev *redisState) *redisState) {
+// publish replaces the state and wakes the controller if it changed, and
+// tells whether it did.
+func (p *poller) publish(next func(prev *redisState) *redisState) bool {
 	p.mu.Lock()
 	prev := p.state
 	st := next(prev)
@@ -283,6 +349,7 @@ func (p *poller) publish(next func(prev *redisState) *redisState) {
 	if changed {
 		p.ps.notify(p.key, st.sameDecisions(prev))
 	}
+	return changed
 }
 
 // backoff doubles base per failure beyond the first, up to limit.

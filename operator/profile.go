@@ -75,7 +75,8 @@ func (c *Controller) syncProfile(ctx context.Context, key string) error {
 	return nil
 }
 
-// browserPod is the interactive browser a user prepares a profile in.
+// browserPod is the interactive browser a user prepares a profile in,
+// through its proxy as a crawl would go.
 func browserPod(pj *trawlerv1.ProfileJob, cfg Config) *corev1.Pod {
 	name := k8s.BrowserPodName(pj.Spec.ID)
 	command := []string{"create-login-profile", "--interactive", "--filename", "/tmp/profile.tar.gz", "--url", pj.Spec.StartURL}
@@ -89,7 +90,7 @@ func browserPod(pj *trawlerv1.ProfileJob, cfg Config) *corev1.Pod {
 	if host, port, ok := cfg.socksProxy(); ok {
 		env = append(env, corev1.EnvVar{Name: "CHROME_FLAGS", Value: "--proxy-server=socks5://" + host + ":" + port})
 	}
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
 			Namespace: pj.Namespace,
@@ -114,4 +115,7 @@ func browserPod(pj *trawlerv1.ProfileJob, cfg Config) *corev1.Pod {
 			}},
 		},
 	}
+	proxy, _ := cfg.proxy(pj.Spec.ProxyID)
+	applyProxy(pod, proxy, cfg.ProxyMatchHosts)
+	return pod
 }

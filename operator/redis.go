@@ -62,6 +62,8 @@ type snapshot struct {
 	// number of lines already ingested.
 	Errors   []string
 	ErrorSeq int64
+	// Pages are the oldest page records of <id>:pages, oldest first.
+	Pages []string
 }
 
 // readAndControl asserts the control keys and reads the crawl's state in
@@ -72,6 +74,12 @@ func readAndControl(ctx context.Context, c *redis.Client, id string, ctl redisCo
 	if ctl.Stopping {
 		pipe.Set(ctx, k.Stopping(), "1", 0)
 		pipe.Set(ctx, crawlredis.LegacyStop, "1", 0)
+	}
+	switch {
+	case ctl.Paused:
+		pipe.SetNX(ctx, k.Paused(), "1", 0)
+	case ctl.Unpause:
+		pipe.Del(ctx, k.Paused())
 	}
 	for _, name := range slices.Sorted(maps.Keys(ctl.StopOne)) {
 		if ctl.StopOne[name] {
@@ -84,6 +92,12 @@ func readAndControl(ctx context.Context, c *redis.Client, id string, ctl redisCo
 		pipe.HDel(ctx, k.StopOne(), name)
 		pipe.HDel(ctx, k.Status(), name)
 	}
+	if ctl.Canceled {
+		pipe.Set(ctx, k.Canceled(), "1", 0)
+	}
+	for _, e := range ctl.Exits {
+		pushExitScript.Eval(ctx, pipe, []string{k.ExitsLogged(), k.Errors()}, e.Key, e.Line)
+	}
 	statuses := pipe.HGetAll(ctx, k.Status())
 	stopone := pipe.HGetAll(ctx, k.StopOne())
 	stats := crawlredis.QueueStats(ctx, pipe, id)
@@ -91,6 +105,7 @@ func readAndControl(ctx context.Context, c *redis.Client, id string, ctl redisCo
 	doneLen := pipe.LLen(ctx, crawlredis.CrawlsDone)
 	errLines := pipe.LRange(ctx, k.Errors(), -batchSize, -1)
 	errSeq := pipe.Get(ctx, crawlredis.ErrorsIngested)
+	pageRecs := pipe.LRange(ctx, k.Pages(), -pageBatch, -1)
 	if _, err := pipe.Exec(ctx); err != nil && !crawlredis.IsMissingOrWrongType(err) {
 		return snapshot{}, fmt.Errorf("reading crawl state: %w", err)
 	}
@@ -109,6 +124,8 @@ func readAndControl(ctx context.Context, c *redis.Client, id string, ctl redisCo
 	// LPUSH puts the newest line first: the tail holds the oldest.
 	s.Errors = errLines.Val()
 	slices.Reverse(s.Errors)
+	s.Pages = pageRecs.Val()
+	slices.Reverse(s.Pages)
 	if errSeq.Err() == nil {
 		s.ErrorSeq, _ = strconv.ParseInt(errSeq.Val(), 10, 64)
 	}
@@ -130,6 +147,15 @@ func removeDone(ctx context.Context, c *redis.Client, msgs []string) error {
 	}
 	return nil
 }
+
+// pushExitScript (sent whole: a pipeline cannot fall back from EVALSHA)
+// pushes the operator's line about a crawler exit to the
+// error lines unless the exit was logged already, so asserting it on
+// every poll logs it once.
+var pushExitScript = redis.NewScript(`
+if redis.call('HSETNX', KEYS[1], ARGV[1], '1') == 1 then redis.call('LPUSH', KEYS[2], ARGV[2]) end
+return 0
+`)
 
 // trimErrorsScript drops the n oldest error lines and advances the
 // ingested counter, only if the counter still equals the seq the caller

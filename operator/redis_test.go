@@ -176,7 +176,7 @@ func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
 	k := crawlredis.Keys(testID)
 	pkey := "crawlers/" + cj.Name
 
-	ps.ensure(ctx, pkey, cj, redisControl{})
+	ps.ensure(ctx, pkey, cj, redisControl{}, "")
 	if !eventually(2*time.Second, func() bool { s := ps.get(pkey); return s != nil && s.Reachable }) {
 		t.Fatal("never reachable")
 	}
@@ -222,7 +222,7 @@ func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
 
 	// Redis goes away and comes back; its data was not persisted here, but
 	// the control keys are asserted again.
-	ps.ensure(ctx, pkey, cj, redisControl{Stopping: true})
+	ps.ensure(ctx, pkey, cj, redisControl{Stopping: true}, "")
 	if err := r.Stop(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -238,6 +238,16 @@ func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
 	if !eventually(time.Second, func() bool { return c.Get(ctx, k.Stopping()).Val() == "1" }) {
 		t.Error("stopping not asserted again after the restart")
 	}
+}
+
+// quietPollers are pollers of the test crawl, on a store that holds it,
+// whose wakes go nowhere; they stop when the test ends.
+func quietPollers(t *testing.T, cfg Config) *pollers {
+	st := newMemStore()
+	st.addCrawl(testID)
+	ps := newPollers(cfg, st, clock.RealClock{}, slog.Default(), func(string, bool) {})
+	t.Cleanup(ps.stopAll)
+	return ps
 }
 
 // TestPollerRoundsKicksAndStop: the poller runs its rounds from a timer.
@@ -260,17 +270,14 @@ func TestPollerRoundsKicksAndStop(t *testing.T) {
 		return dial(ctx, network, addr)
 	}
 	ctx := context.Background()
-	st := newMemStore()
-	st.addCrawl(testID)
-	ps := newPollers(cfg, st, clock.RealClock{}, slog.Default(), func(string, bool) {})
-	defer ps.stopAll()
+	ps := quietPollers(t, cfg)
 	cj := newJob(1)
 	k := crawlredis.Keys(testID)
 
 	// The first round waits in its dial; a new control arrives meanwhile.
-	ps.ensure(ctx, "a", cj, redisControl{})
+	ps.ensure(ctx, "a", cj, redisControl{}, "")
 	<-dialing
-	ps.ensure(ctx, "a", cj, redisControl{Stopping: true})
+	ps.ensure(ctx, "a", cj, redisControl{Stopping: true}, "")
 	close(release)
 	if !eventually(5*time.Second, func() bool { return c.Get(ctx, k.Stopping()).Val() == "1" }) {
 		t.Fatal("the control that came during a round was not asserted by the next one")
@@ -285,7 +292,7 @@ func TestPollerRoundsKicksAndStop(t *testing.T) {
 
 	// A stop during a round waits for that round.
 	release = make(chan struct{})
-	ps.ensure(ctx, "b", cj, redisControl{})
+	ps.ensure(ctx, "b", cj, redisControl{}, "")
 	<-dialing
 	done := ps.stop("b")
 	select {
@@ -298,5 +305,68 @@ func TestPollerRoundsKicksAndStop(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the poller did not end after its round returned")
+	}
+}
+
+// roundCounter counts the pipelines sent to Redis: one per poll round.
+type roundCounter struct{ n atomic.Int32 }
+
+func (*roundCounter) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (*roundCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (r *roundCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestPollerPacesIdleCrawls: a crawl whose Redis shows nothing new is read
+// less and less often, down to the idle pace; a change of its pods wakes
+// the poller at once, and a change seen brings back the fast pace.
+func TestPollerPacesIdleCrawls(t *testing.T) {
+	_, cfg, c := testRedis(t)
+	cfg.RedisPollInterval = 10 * time.Millisecond
+	cfg.RedisIdlePollInterval = time.Hour
+	rounds := &roundCounter{}
+	cfg.RedisHook = rounds
+	ctx := context.Background()
+	ps := quietPollers(t, cfg)
+	cj := newJob(1)
+	k := crawlredis.Keys(testID)
+
+	ps.ensure(ctx, "a", cj, redisControl{}, "pods-1")
+	// A second of quiet at 10 ms, then 20, 40, ... 1280 ms: about 108
+	// rounds in the first 3.6 s, where the fast pace would make 360.
+	if !eventually(10*time.Second, func() bool { return rounds.n.Load() >= 108 }) {
+		t.Fatalf("only %d rounds in 10 s", rounds.n.Load())
+	}
+	idle := rounds.n.Load()
+	var quiet bool
+	for range 20 {
+		before := rounds.n.Load()
+		time.Sleep(500 * time.Millisecond)
+		if rounds.n.Load() == before {
+			quiet = true
+			break
+		}
+	}
+	if !quiet {
+		t.Fatalf("still polling every half second after %d rounds", rounds.n.Load())
+	}
+	if n := rounds.n.Load(); n > idle+12 {
+		t.Errorf("%d rounds after going idle; the pace should have slowed", n-idle)
+	}
+
+	// The crawler moves on; a pod event (a new pods version) wakes the
+	// poller, which sees the change at once.
+	c.Set(ctx, k.Done(), "1", 0)
+	ps.ensure(ctx, "a", cj, redisControl{}, "pods-2")
+	if !eventually(time.Second, func() bool { return ps.get("a").PagesDone == 1 }) {
+		t.Fatal("a pod event did not wake the idle poller")
+	}
+	// Having seen a change, it polls fast again.
+	c.Set(ctx, k.Done(), "2", 0)
+	if !eventually(time.Second, func() bool { return ps.get("a").PagesDone == 2 }) {
+		t.Fatal("no fast pace after a change")
 	}
 }

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -54,22 +55,23 @@ func (s *redisState) sameDecisions(o *redisState) bool {
 type redisControl struct {
 	// Stopping sets <id>:stopping (and the legacy crawl-stop) to "1".
 	Stopping bool
+	// Paused sets <id>:paused to "1"; Unpause deletes it.
+	Paused, Unpause bool
 	// StopOne maps instance name to whether its :stopone field should be
 	// set; instances not in the map are left alone.
 	StopOne map[string]bool
 	// Cleanup lists scaled-down instances whose :stopone and :status fields
 	// are removed, so a later scale-up starts them afresh.
 	Cleanup []string
+	// Canceled sets <id>:canceled to "1": 1.x crawlers then exit at once
+	// without uploading (a fast cancel).
+	Canceled bool
+	// Exits are the operator's lines about unexpected crawler exits (1.x),
+	// each pushed to <id>:e once.
+	Exits []exitLine
 }
 
 func (c redisControl) equal(o redisControl) bool {
-	if c.Stopping != o.Stopping || !maps.Equal(c.StopOne, o.StopOne) || len(c.Cleanup) != len(o.Cleanup) {
-		return false
-	}
-	for i := range c.Cleanup {
-		if c.Cleanup[i] != o.Cleanup[i] {
-			return false
-		}
-	}
-	return true
+	return c.Stopping == o.Stopping && c.Canceled == o.Canceled && c.Paused == o.Paused && c.Unpause == o.Unpause &&
+		maps.Equal(c.StopOne, o.StopOne) && slices.Equal(c.Cleanup, o.Cleanup) && slices.Equal(c.Exits, o.Exits)
 }

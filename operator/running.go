@@ -19,13 +19,16 @@ func (p *plan) running(cj *trawlerv1.CrawlJob, o observed) {
 	p.Progress = &progress{PagesFound: r.PagesFound, PagesDone: r.PagesDone, Size: r.Size,
 		FilesAdded: r.FilesAdded, FilesAddedSize: r.FilesAddedSize}
 
-	stopping := p.Stopping || cj.Spec.Stopping
-	if cj.Spec.MaxCrawlSize > 0 && r.Size > cj.Spec.MaxCrawlSize {
-		stopping = true
+	stopping, reason := p.Stopping || cj.Spec.Stopping, reasonStoppedByUser
+	if cj.Spec.MaxCrawlSize > 0 && r.Size > cj.Spec.MaxCrawlSize && !stopping {
+		stopping, reason = true, reasonSizeLimit
 	}
 	if cj.Spec.CrawlTimeout > 0 && p.RunningSince != nil {
 		deadline := p.RunningSince.Add(time.Duration(cj.Spec.CrawlTimeout) * time.Second)
 		if !o.Now.Before(deadline) {
+			if !stopping {
+				reason = reasonTimeLimit
+			}
 			stopping = true
 		} else {
 			p.lookAgainIn(deadline.Sub(o.Now))
@@ -35,9 +38,25 @@ func (p *plan) running(cj *trawlerv1.CrawlJob, o observed) {
 	// crawl that was told to stop.
 	p.Stopping = stopping
 	p.Control.Stopping = stopping
+	// A stop overrides a pause; a pause asked for makes the crawlers
+	// pause, and a resume clears it.
+	pausing := !pauseTime(cj).IsZero() && !stopping
+	switch {
+	case stopping && (p.StopReason == "" || isPauseReason(p.StopReason)):
+		p.StopReason = reason
+	case pausing:
+		p.StopReason = pauseReason(cj)
+	case isPauseReason(p.StopReason):
+		p.StopReason = ""
+	}
+	if isPaused(cj, p.Reaches) {
+		// Paused: the crawlers have exited and their pods go; only a
+		// resume or a stop moves the crawl on.
+		return
+	}
 
 	stats := redisStats(r)
-	var done, failed, succeededDone int
+	var done, failed, interrupted, succeededDone int
 	anyRunning := false
 	phases := map[string]bool{}
 	for i := range int(p.Scale) {
@@ -47,6 +66,17 @@ func (p *plan) running(cj *trawlerv1.CrawlJob, o observed) {
 			done++
 			if pod := o.Crawlers[i]; pod == nil || pod.Status.Phase == corev1.PodSucceeded {
 				succeededDone++
+			}
+		case statusInterrupted:
+			// A crawler that paused and exited; when the crawl is then
+			// stopped, what it uploaded is its final part.
+			exited := o.Crawlers[i] == nil || o.Crawlers[i].Status.Phase == corev1.PodSucceeded
+			switch {
+			case exited && stopping:
+				done++
+				succeededDone++
+			case exited:
+				interrupted++
 			}
 		case "failed":
 			failed++
@@ -78,6 +108,15 @@ func (p *plan) running(cj *trawlerv1.CrawlJob, o observed) {
 		return
 	}
 
+	if pausing && p.Scale > 0 && interrupted+failed >= int(p.Scale) {
+		// Every crawler uploaded what it had and exited: paused, once the
+		// uploads are recorded.
+		if r.PendingFiles == 0 {
+			p.move(transition{To: pausedState(p.StopReason), From: store.ActiveStates, Stats: stats})
+		}
+		return
+	}
+
 	next := store.StateRunning
 	if !anyRunning && store.IsRunning(p.Reaches) {
 		for _, ph := range []string{store.StateGenerateWACZ, store.StateUploadingWACZ, store.StatePendingWait} {
@@ -90,7 +129,7 @@ func (p *plan) running(cj *trawlerv1.CrawlJob, o observed) {
 	if next != p.Reaches {
 		from := store.RunningStates
 		if next == store.StateRunning {
-			from = slices.Concat(store.RunningStates, []string{store.StateStarting, store.StateWaitingCapacity})
+			from = slices.Concat(store.RunningStates, []string{store.StateStarting, store.StateWaitingCapacity}, store.PausedStates)
 		}
 		p.move(transition{To: next, From: from})
 	}

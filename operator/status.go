@@ -35,8 +35,12 @@ func crawlStatus(cj *trawlerv1.CrawlJob, p plan, o observed) trawlerv1.CrawlJobS
 	// decide's facts.
 	st.Scale, st.RestartsAtProgress, st.CrawlerRestarts = p.Scale, p.RestartsAtProgress, p.CrawlerRestarts
 	st.WaitingReason, st.RunningSince, st.Stopping = p.WaitingReason, p.RunningSince.DeepCopy(), p.Stopping
+	st.StopReason = p.StopReason
 	if p.RestartRecorded {
 		st.RestartTime = cj.Spec.RestartTime
+	}
+	if p.CrawlerImage != "" {
+		st.CrawlerImage = p.CrawlerImage
 	}
 	if a := p.Activity; a != nil {
 		st.InitRedis, st.LastActiveTime = a.InitRedis, a.LastActiveTime.DeepCopy()
@@ -51,6 +55,16 @@ func crawlStatus(cj *trawlerv1.CrawlJob, p plan, o observed) trawlerv1.CrawlJobS
 	}
 
 	// The store's answers.
+	if e := o.Exec; e != nil {
+		if !e.LastUpdate.IsZero() {
+			lut := metav1.NewTime(e.LastUpdate)
+			st.LastUpdatedTime = &lut
+		}
+		st.CrawlExecTime = e.CrawlExecSeconds
+		if e.PauseReason != "" && st.StopReason == "" {
+			st.StopReason = e.PauseReason
+		}
+	}
 	for i, res := range o.Answers {
 		applyTransitionResult(&st, p.Transitions[i], res, o.Now)
 		if !res.Changed {
@@ -142,7 +156,7 @@ func podStatuses(cj *trawlerv1.CrawlJob, o observed) map[string]trawlerv1.PodSta
 	add := func(key string, p *corev1.Pod, pvc *corev1.PersistentVolumeClaim) {
 		s := podStatus(p, pvc)
 		u, measured := o.Usage[p.Name]
-		s.Usage = mergeUsage(cj.Status.Pods[key].Usage, u, measured)
+		s.Usage = mergeUsage(cj.Status.Pods[key].Usage, u, measured, s.Requests)
 		out[key] = s
 	}
 	if o.RedisPod != nil {

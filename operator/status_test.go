@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -21,22 +22,31 @@ func TestTeardownOrder(t *testing.T) {
 	}))
 	pvcs := desiredChildren(finished, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0, 1}}).PVCs
 	tests := []struct {
-		name      string
-		crawlers  map[int]*corev1.Pod
-		redis     bool
-		tasksDone bool
-		want      childPlan
+		name       string
+		crawlers   map[int]*corev1.Pod
+		redis      bool
+		noRedisPVC bool
+		tasksDone  bool
+		want       childPlan
 	}{
-		{"crawler pods go first", pods(corev1.PodRunning), true, true,
+		{"crawler pods go first", pods(corev1.PodRunning), true, false, true,
 			childPlan{RedisPod: true, RedisPVC: true, CrawlerPVCs: []int{0, 1}}},
-		{"redis stays for the finish tasks", nil, true, false, childPlan{RedisPod: true, RedisPVC: true}},
-		{"then everything goes", nil, true, true, childPlan{}},
-		{"no redis ever: everything goes with the crawlers", nil, false, false, childPlan{}},
+		{"redis stays for the finish tasks", nil, true, false, false, childPlan{RedisPod: true, RedisPVC: true}},
+		{"then everything goes", nil, true, false, true, childPlan{}},
+		{"a paused or lost redis comes back for the finish tasks", nil, false, false, false,
+			childPlan{RedisPod: true, RedisPVC: true}},
+		{"a lost redis comes back while the crawlers stop", pods(corev1.PodRunning), false, false, false,
+			childPlan{RedisPod: true, RedisPVC: true, CrawlerPVCs: []int{0, 1}}},
+		{"a paused redis stays down once drained", nil, false, false, true, childPlan{}},
+		{"no redis ever: everything goes with the crawlers", nil, false, true, false, childPlan{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := observed{Now: t0.Add(time.Minute), Crawlers: tt.crawlers, PVCs: pvcs, ConfigMapOK: true,
+			o := observed{Now: t0.Add(time.Minute), Crawlers: tt.crawlers, PVCs: maps.Clone(pvcs), ConfigMapOK: true,
 				FinishTasksDone: tt.tasksDone}
+			if tt.noRedisPVC {
+				delete(o.PVCs, "redis-"+testID)
+			}
 			if o.Crawlers == nil {
 				o.Crawlers = map[int]*corev1.Pod{}
 			}

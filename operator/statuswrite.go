@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -13,11 +12,13 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Writing a crawl's status: a state change at once, progress at most once
-// per stats interval (the write budget), each time to the CrawlJob status
-// and, for what changed, to the crawl document.
+// per stats interval (the write budget) and within the progress queue's
+// global budget, each time to the CrawlJob status and, for what changed,
+// to the crawl document (in batches, progressstore.go).
 
 // writeBudget remembers per CrawlJob when its status was last written and
 // which stats the crawl document holds, so that progress alone is written
@@ -85,38 +86,64 @@ func (b *writeBudget) forget(key string) {
 }
 
 // writeStatus writes the status a sync computed as needsStatusUpdate and
-// the budget allow, and returns when to look again for progress it held
-// back. The CrawlJob status goes first (the crawl document already has
-// the state, from the compare-and-set); then the crawl document gets the
-// stats and the pod view that changed, in one write, so both move
-// together.
-func (c *Controller) writeStatus(ctx context.Context, key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus) (time.Duration, error) {
+// the budget allow, as a merge patch of what changed; progress it holds
+// back waits in the progress queue. A state change goes at once, with the
+// main client, whichever queue the pass came from. Progress alone is the progress queue's: a pass of the
+// main queue hands it over, and the progress pass writes it with the
+// progress client once the crawl's interval has passed. The CrawlJob
+// status goes first (the crawl document already has the state, from the
+// compare-and-set); then the crawl document is given the stats and the
+// pod view that changed, written with other crawls' in a batch, so both
+// move together.
+func (c *Controller) writeStatus(ctx context.Context, key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus, class syncClass) error {
 	now := c.clock.Now()
+	client, precondition := c.trawler, cj.ResourceVersion
 	switch needsStatusUpdate(cj.Status, st) {
 	case noUpdate:
-		return 0, nil
+		return nil
 	case progressUpdate:
-		if wait := c.budget.wait(key, now); wait > 0 {
-			return wait, nil
+		wait := c.budget.wait(key, now)
+		if st.State == store.StateStarting {
+			// A starting crawl's progress alone (its pods' phases, why it
+			// waits) waits for the state change it leads to: running, in
+			// three status writes from create (starting, a crawler runs,
+			// running), or waiting_capacity, which shows why.
+			wait = max(wait, cj.CreationTimestamp.Add(c.cfg.StartingTimeout).Sub(now))
 		}
+		if class != progressSync || wait > 0 {
+			c.progress.queue.AddAfter(key, wait)
+			return nil
+		}
+		if c.unobserved(cj) {
+			// Another write before the cache shows our last would leave it
+			// two behind, and a state change decided on it would be
+			// refused for a conflict again and again while progress,
+			// which goes unconditionally, kept writing.
+			c.progress.queue.AddAfter(key, c.cfg.RedisPollInterval)
+			return nil
+		}
+		client, precondition = c.progress.client, ""
 	}
-	next := cj.DeepCopy()
-	next.Status = st
-	updated, err := c.trawler.TrawlerV1().CrawlJobs(cj.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	patch, err := statusPatch(cj.Status, st, precondition)
+	if err != nil {
+		return err
+	}
+	updated, err := client.TrawlerV1().CrawlJobs(cj.Namespace).Patch(ctx, cj.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	c.telemetry.statusWritten(err)
 	if err != nil {
-		return 0, fmt.Errorf("writing status: %w", err)
+		return fmt.Errorf("writing status: %w", err)
 	}
-	c.written.Store(key, writtenJob{replacedRV: cj.ResourceVersion, job: updated})
+	c.written.wrote(key, cj.ResourceVersion, updated)
 	c.budget.wrote(key, now)
-	return 0, c.recordProgress(ctx, key, cj, st)
+	c.recordProgress(key, cj, st)
+	return nil
 }
 
-// recordProgress gives the crawl document, in one write, what it lacks of
+// recordProgress hands the crawl document's batch writer what it lacks of
 // the status just written: the stats when they differ from what it holds
 // (not for a finished crawl, whose stats came with its final state), and
 // the per-pod view when it changed enough since the status last written.
-func (c *Controller) recordProgress(ctx context.Context, key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus) error {
+func (c *Controller) recordProgress(key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus) {
 	var stats *store.CrawlStats
 	if st.Finished == nil {
 		stats = c.unstoredStats(key, cj, st)
@@ -130,17 +157,12 @@ func (c *Controller) recordProgress(ctx context.Context, key string, cj *trawler
 		}
 	}
 	if stats == nil && pods == nil {
-		return nil
+		return
 	}
-	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
-	defer cancel()
-	if _, err := c.store.RecordCrawlProgress(sctx, cj.Spec.ID, stats, pods); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("recording crawl progress: %w", err)
-	}
+	c.progressStore.add(store.CrawlProgress{CrawlID: cj.Spec.ID, Stats: stats, Pods: pods})
 	if stats != nil {
 		c.budget.storeStats(key, *stats)
 	}
-	return nil
 }
 
 // unstoredStats returns the status's stats when they differ from what the

@@ -152,12 +152,14 @@ func (h *harness) errorLinesLogged(id string, scale int) int {
 func (h *harness) crawlArgs(extra string) {
 	h.t.Helper()
 	ctx := context.Background()
-	cm, err := h.kube.CoreV1().ConfigMaps(h.ns).Get(ctx, k8s.SharedCrawlerConfigName, metav1.GetOptions{})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	cm.Data["CRAWL_ARGS"] += extra
-	if _, err := h.kube.CoreV1().ConfigMaps(h.ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-		h.t.Fatal(err)
+	for _, name := range []string{k8s.SharedCrawlerConfigName, k8s.SharedCrawlerConfigV1Name} {
+		cm, err := h.kube.CoreV1().ConfigMaps(h.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		cm.Data["CRAWL_ARGS"] += extra
+		if _, err := h.kube.CoreV1().ConfigMaps(h.ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			h.t.Fatal(err)
+		}
 	}
 }

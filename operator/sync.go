@@ -18,12 +18,26 @@ import (
 	"github.com/trawlerhq/trawler/store"
 )
 
-// sync reconciles one CrawlJob. It reads as the steps of the operator:
+// sync reconciles one CrawlJob from the main queue (see syncAs).
+func (c *Controller) sync(ctx context.Context, key string) error {
+	return c.syncAs(ctx, key, stateSync)
+}
+
+// syncProgress reconciles one CrawlJob from the progress queue (see
+// syncAs).
+func (c *Controller) syncProgress(ctx context.Context, key string) error {
+	return c.syncAs(ctx, key, progressSync)
+}
+
+// syncAs reconciles one CrawlJob. It reads as the steps of the operator:
 // get, finalizer, observe, decide, then the I/O the plan asks for (state
 // transitions in the store, children, the poller), then the status,
 // assembled once from all of that and written once, and what follows
-// from a crawl's end (failure report, post-crawl tasks, release).
-func (c *Controller) sync(ctx context.Context, key string) error {
+// from a crawl's end (failure report, post-crawl tasks, release). Both
+// queues run the same pass, one at a time per job; the class only says
+// who writes a status that changed in progress alone (see writeStatus).
+func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) error {
+	defer c.locks.lock(key)()
 	cj, err := c.getJob(key)
 	if apierrors.IsNotFound(err) {
 		c.forgetJob(key)
@@ -48,13 +62,20 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	p := decide(cj, o, c.cfg)
 	c.reportProblems(cj, p.Problems)
 	if p.Poll {
-		c.pollers.ensure(context.WithoutCancel(ctx), key, cj, p.Control)
+		c.pollers.ensure(context.WithoutCancel(ctx), key, cj, p.Control, podsVersion(o))
 	} else {
 		c.pollers.stop(key)
 	}
 	answers, requeue, err := c.carryOut(ctx, cj, o, p)
 	o.Answers = answers
 	errs := []error{err}
+	o.Exec, err = c.countExec(ctx, cj, p, o)
+	errs = append(errs, err)
+	// A 0.11 crawler cannot pause: its crawl runs on past the quota, as
+	// in 2023, and the org's next run is refused.
+	if o.Exec != nil && o.Exec.PauseReason != "" && cj.Spec.PausedAt == "" && !p.Stopping && speaksV1(cj, c.cfg) {
+		errs = append(errs, c.requestAutoPause(ctx, key, cj, o.Exec.PauseReason))
+	}
 
 	st := crawlStatus(cj, p, o)
 	c.reportTransitions(cj, st, p, o)
@@ -63,9 +84,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	// pass that recreates a restarted crawl's pods writes restartTime with
 	// them, or the next one would see the restart pending and delete the
 	// new pods again. Progress alone waits for the write budget.
-	later, err := c.writeStatus(ctx, key, cj, st)
-	errs = append(errs, err)
-	requeue = minPositive(requeue, later)
+	errs = append(errs, c.writeStatus(ctx, key, cj, st, class))
 
 	if st.Finished != nil {
 		later, err := c.wrapUp(ctx, key, cj, st, p, o)
@@ -81,8 +100,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // forgetJob drops what the controller holds for a job that is gone.
 func (c *Controller) forgetJob(key string) {
 	c.pollers.stop(key)
-	c.written.Delete(key)
+	c.written.forget(key)
+	c.expect.forget(key)
 	c.budget.forget(key)
+	c.calls.forget(key)
 	c.background.forget(key)
 	c.background.forget(startedKey(key))
 	c.background.forget(failureKey(key))
@@ -95,14 +116,13 @@ func (c *Controller) forgetJob(key string) {
 // The store's compare-and-set and the children's creation overlap:
 // neither needs the other's answer (the children converge to the plan
 // whatever the store says, and a refused change shows in the status and
-// the next plan), so a new crawl's pods do not wait on the database.
+// the next plan), so a new crawl's pods do not wait on the database. Nor
+// does the pass wait long for a slow database (transitionAnswers).
 func (c *Controller) carryOut(ctx context.Context, cj *trawlerv1.CrawlJob, o observed, p plan) ([]transitionResult, time.Duration, error) {
 	var answers []transitionResult
 	var transitionErr error
 	var wg sync.WaitGroup
-	if len(p.Transitions) > 0 {
-		wg.Go(func() { answers, transitionErr = c.recordTransitions(ctx, cj, p.Transitions) })
-	}
+	wg.Go(func() { answers, transitionErr = c.transitionAnswers(ctx, cj.Namespace+"/"+cj.Name, cj, p.Transitions) })
 	requeue, applyErr := c.apply(ctx, cj, o, desiredChildren(cj, c.cfg, p.Children))
 	wg.Wait()
 	return answers, minPositive(p.RequeueAfter, requeue), errors.Join(transitionErr, applyErr)
@@ -124,28 +144,23 @@ func (c *Controller) wrapUp(ctx context.Context, key string, cj *trawlerv1.Crawl
 		// crawls-done) once its crawlers have exited (pod events bring
 		// us back), so what they log while stopping is kept.
 		if len(o.Crawlers) == 0 {
-			c.startPostCrawlTasks(ctx, key, cj, o.RedisPod != nil)
+			c.startPostCrawlTasks(ctx, key, cj, redisHeld(cj, o))
 		}
 		return 0, nil
 	}
 	return c.release(ctx, cj, st, o)
 }
 
-// getJob returns a copy of the job from the cache, or the status we just
-// wrote when the cache still holds the version that write replaced.
+// getJob returns a copy of the job from the cache, or of the newest
+// status we wrote while the cache still holds a version our writes
+// replaced.
 func (c *Controller) getJob(key string) (*trawlerv1.CrawlJob, error) {
 	ns, name := splitKey(key)
 	cj, err := c.jobs.CrawlJobs(ns).Get(name)
 	if err != nil {
 		return nil, err
 	}
-	if w, ok := c.written.Load(key); ok {
-		if w := w.(writtenJob); w.replacedRV == cj.ResourceVersion {
-			return w.job.DeepCopy(), nil
-		}
-		c.written.Delete(key)
-	}
-	return cj.DeepCopy(), nil
+	return c.written.newest(key, cj).DeepCopy(), nil
 }
 
 // ensureFinalizer adds the finalizer before any child exists, so the
@@ -206,6 +221,11 @@ func (c *Controller) observe(ctx context.Context, key string, cj *trawlerv1.Craw
 	o.StartedNotified = c.background.done(startedKey(key))
 	o.FailureReported = c.background.done(failureKey(key))
 
+	if cj.DeletionTimestamp == nil && cj.Status.State == "" {
+		if o.QuotaSkip, err = c.quotaSkip(ctx, cj, o.Now); err != nil {
+			return o, err
+		}
+	}
 	if st := cj.Status; cj.DeletionTimestamp == nil && (st.State == "" || gatedByOrgLimit(st.State, st.RunningSince)) {
 		if o.OrgSlotFree, err = c.orgLimitAllows(ctx, cj); err != nil {
 			return o, err
@@ -239,6 +259,11 @@ func (c *Controller) recordTransition(ctx context.Context, cj *trawlerv1.CrawlJo
 	if t.Finished {
 		f := c.clock.Now().UTC().Truncate(time.Second)
 		extra.Finished = &f
+		// The final stats come with the final state: no progress batch
+		// may land after them.
+		if err := c.progressStore.settle(ctx, cj.Spec.ID); err != nil {
+			return transitionResult{}, err
+		}
 	}
 	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
 	changed, cur, err := c.store.SetCrawlState(sctx, cj.Spec.ID, t.To, t.From, extra)

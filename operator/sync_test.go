@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,20 @@ func (f *fixture) sync() error {
 	return f.c.sync(context.Background(), "crawlers/"+k8s.CrawlJobName(testID))
 }
 
+// syncProgress is a pass from the progress queue, as the poller's
+// progress wake-ups and the main queue's hand-overs of progress bring;
+// then the crawl document gets the progress it handed to the batch
+// writer.
+func (f *fixture) syncProgress() error {
+	f.kube.ClearActions()
+	f.trawler.ClearActions()
+	err := f.c.syncProgress(context.Background(), "crawlers/"+k8s.CrawlJobName(testID))
+	if ferr := f.c.progressStore.flush(context.Background()); ferr != nil {
+		f.t.Fatal(ferr)
+	}
+	return err
+}
+
 // writes lists the mutating actions of the last sync as "verb resource[/sub] name".
 func (f *fixture) writes() []string {
 	var out []string
@@ -151,14 +166,15 @@ func TestSyncCreatesChildrenOfANewCrawl(t *testing.T) {
 	if contains(w, "create pods redis-"+testID) {
 		t.Error("redis pod created before any crawler is active")
 	}
-	if !contains(w, "update crawljobs/status") {
+	if !contains(w, "patch crawljobs/status") {
 		t.Errorf("status not written with the children: %v", w)
 	}
 	if st := f.status(); st.Scale != 2 || st.State != store.StateStarting {
 		t.Errorf("status %+v", st)
 	}
 	// The children's events bring the next sync: the new pods' view is
-	// progress, held to the write budget.
+	// progress, which a starting crawl holds back for the state change it
+	// leads to.
 	updated, _ := f.trawler.TrawlerV1().CrawlJobs("crawlers").Get(context.Background(), k8s.CrawlJobName(testID), metav1.GetOptions{})
 	f.seed(updated)
 	pods, _ := f.kube.CoreV1().Pods("crawlers").List(context.Background(), metav1.ListOptions{})
@@ -179,8 +195,65 @@ func TestSyncCreatesChildrenOfANewCrawl(t *testing.T) {
 	if err := f.sync(); err != nil {
 		t.Fatal(err)
 	}
-	if w := f.writes(); len(w) != 1 || !contains(w, "update crawljobs/status") || len(f.status().Pods) != 2 {
-		t.Errorf("after the interval wrote %v, pods %v; want the status with both pods", w, f.status().Pods)
+	if w := f.writes(); len(w) != 0 {
+		t.Errorf("after the stats interval wrote %v, want nothing while starting", w)
+	}
+	// At the starting timeout the crawl waits for capacity: a state
+	// change, written at once with the pods that show why.
+	f.clock.Step(f.c.cfg.StartingTimeout)
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); len(w) != 1 || !contains(w, "patch crawljobs/status") || len(f.status().Pods) != 2 ||
+		f.status().State != store.StateWaitingCapacity {
+		t.Errorf("after the starting timeout wrote %v, state %s, pods %v; want waiting_capacity with both pods",
+			w, f.status().State, f.status().Pods)
+	}
+}
+
+// TestSyncOnAStaleCacheCreatesNothingTwice: the caches have not shown the
+// children the last pass created, or the pod it deleted; the next pass
+// neither creates them again nor deletes again. Once the expectations
+// expire, a pass acts again (a child may have gone before the cache saw it).
+func TestSyncOnAStaleCacheCreatesNothingTwice(t *testing.T) {
+	f := newFixture(t, newJob(2, withFinalizer), configMap())
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); !contains(w, "create pods "+name(1)) {
+		t.Fatalf("first pass wrote %v", w)
+	}
+	for range 2 {
+		if err := f.sync(); err != nil {
+			t.Fatal(err)
+		}
+		if w := f.writes(); contains(w, "create") {
+			t.Errorf("a pass on the stale cache wrote %v", w)
+		}
+	}
+	f.clock.Step(expectationTTL + time.Second)
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); !contains(w, "create pods "+name(1)) {
+		t.Errorf("after the expectations expired wrote %v, want the creates again", w)
+	}
+
+	// A pod of an instance no longer wanted: deleted once.
+	g := newFixture(t, newJob(1, withFinalizer, runningStatus(store.StateRunning, 1)), configMap(),
+		crawlerPodIn(0, corev1.PodRunning), crawlerPodIn(1, corev1.PodRunning), redisPodIn(corev1.PodRunning))
+	g.withRedis(reachable("running"))
+	if err := g.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := g.writes(); !contains(w, "delete pods "+name(1)) {
+		t.Fatalf("first pass wrote %v", w)
+	}
+	if err := g.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := g.writes(); contains(w, "delete") {
+		t.Errorf("a pass on the stale cache wrote %v", w)
 	}
 }
 
@@ -199,7 +272,7 @@ func TestSyncRestartWritesRestartTimeWithTheNewPods(t *testing.T) {
 	if err := f.sync(); err != nil {
 		t.Fatal(err)
 	}
-	if w := f.writes(); !contains(w, "create pods "+name(0)) || !contains(w, "update crawljobs/status") {
+	if w := f.writes(); !contains(w, "create pods "+name(0)) || !contains(w, "patch crawljobs/status") {
 		t.Fatalf("writes %v, want the new pod and the status", w)
 	}
 	if got := f.status().RestartTime; got != restart {
@@ -442,7 +515,7 @@ func TestSyncWritesProgressOncePerInterval(t *testing.T) {
 		r := reachable(status)
 		r.PagesFound, r.PagesDone = 100, done
 		f.withRedis(r)
-		if err := f.sync(); err != nil {
+		if err := f.syncProgress(); err != nil {
 			t.Fatal(err)
 		}
 		updated, _ := f.trawler.TrawlerV1().CrawlJobs("crawlers").Get(context.Background(), cj.Name, metav1.GetOptions{})
@@ -456,7 +529,7 @@ func TestSyncWritesProgressOncePerInterval(t *testing.T) {
 		return -1
 	}
 
-	if w := pass("running", 1); !contains(w, "update crawljobs/status") || storedDone() != 1 {
+	if w := pass("running", 1); !contains(w, "patch crawljobs/status") || storedDone() != 1 {
 		t.Fatalf("first progress: writes %v, stored done %d", w, storedDone())
 	}
 	for done := int64(2); done <= 5; done++ {
@@ -469,12 +542,12 @@ func TestSyncWritesProgressOncePerInterval(t *testing.T) {
 		t.Fatalf("progress stored within the interval: document %d, status %d", storedDone(), f.status().PagesDone)
 	}
 	f.clock.Step(interval / 5)
-	if w := pass("running", 6); !contains(w, "update crawljobs/status") || storedDone() != 6 || f.status().PagesDone != 6 {
+	if w := pass("running", 6); !contains(w, "patch crawljobs/status") || storedDone() != 6 || f.status().PagesDone != 6 {
 		t.Fatalf("after the interval: writes %v, document %d, status %d", w, storedDone(), f.status().PagesDone)
 	}
 	// A state change 100 ms later is written at once, with its progress.
 	f.clock.Step(100 * time.Millisecond)
-	if w := pass("pending-wait", 7); !contains(w, "update crawljobs/status") {
+	if w := pass("pending-wait", 7); !contains(w, "patch crawljobs/status") {
 		t.Fatalf("state change not written at once: %v", w)
 	}
 	if st := f.status(); st.State != store.StatePendingWait || st.PagesDone != 7 || storedDone() != 7 {
@@ -539,7 +612,7 @@ func TestSyncMakesAtMostOneProgressWrite(t *testing.T) {
 		f.withRedis(s.redis)
 		f.clock.Step(f.c.cfg.StatsInterval) // progress is due at every step
 		before := progressWrites()
-		if err := f.sync(); err != nil {
+		if err := f.syncProgress(); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		updated, _ := f.trawler.TrawlerV1().CrawlJobs("crawlers").Get(context.Background(), cj.Name, metav1.GetOptions{})
@@ -550,5 +623,152 @@ func TestSyncMakesAtMostOneProgressWrite(t *testing.T) {
 		if c := f.store.get(testID); c.State != s.state || !s.check(c) {
 			t.Errorf("%s: crawl %s stats %+v pods %+v", s.name, c.State, c.Stats, c.Pods)
 		}
+	}
+}
+
+// TestSyncActsOnTheNewestStatusItWrote makes two status writes the
+// informer does not show: the restart recorded by the first, with the new
+// pod, must not look pending again to the pass after the second, which
+// would delete the new pod.
+func TestSyncActsOnTheNewestStatusItWrote(t *testing.T) {
+	const restart = "2026-11-30T12:00:30Z"
+	cj := newJob(1, withFinalizer, withStatus(func(s *trawlerv1.CrawlJobStatus) {
+		s.State, s.Scale = store.StateWaitingCapacity, 1
+	}), func(cj *trawlerv1.CrawlJob) { cj.Spec.RestartTime = restart; cj.ResourceVersion = "10" })
+	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
+	f := newFixture(t, cj, configMap(), pvcs["redis-"+testID], pvcs[name(0)])
+	// Each write makes a new version, as the API server's do (the fake
+	// keeps the one it was given).
+	rv := 10
+	patch := k8stesting.ObjectReaction(f.trawler.Tracker())
+	f.trawler.PrependReactor("patch", "crawljobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		handled, obj, err := patch(a)
+		if err != nil || !handled {
+			return handled, obj, err
+		}
+		rv++
+		updated := obj.(*trawlerv1.CrawlJob).DeepCopy()
+		updated.ResourceVersion = strconv.Itoa(rv)
+		return true, updated, nil
+	})
+	f.clock.SetTime(t0.Add(2 * time.Minute))
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); !contains(w, "create pods "+name(0)) || !contains(w, "patch crawljobs/status") {
+		t.Fatalf("first pass wrote %v, want the new pod and the status", w)
+	}
+	// The informer shows the new pod running but neither status write.
+	f.seed(crawlerPodIn(0, corev1.PodRunning))
+	f.clock.Step(f.c.cfg.StatsInterval)
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); !contains(w, "patch crawljobs/status") {
+		t.Fatalf("second pass wrote %v, want the status with the crawler active", w)
+	}
+	f.clock.Step(f.c.cfg.StatsInterval)
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); contains(w, "delete pods "+name(0)) {
+		t.Errorf("a pass acted on the status before both writes and deleted the new pod: %v", w)
+	}
+}
+
+// TestSyncGoesOnWithoutASlowStoresAnswer: a store slow to answer a state
+// transition holds the pass for transitionWait, not for the call; the
+// call's end brings the job back, and that pass writes the answer
+// without asking again.
+func TestSyncGoesOnWithoutASlowStoresAnswer(t *testing.T) {
+	cj := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1))
+	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
+	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), redisPodIn(corev1.PodRunning),
+		pvcs["redis-"+testID], pvcs[name(0)])
+	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
+	f.store.slowStates = make(chan struct{})
+	f.withRedis(reachable("pending-wait"))
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.status(); st.State != store.StateRunning {
+		t.Fatalf("state %s written before the store answered", st.State)
+	}
+	if f.c.queue.Len() != 0 {
+		t.Fatal("enqueued before the store answered")
+	}
+	// A pass meanwhile does not ask again.
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	close(f.store.slowStates)
+	deadline := time.Now().Add(10 * time.Second)
+	for f.c.queue.Len() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the store's answer did not bring the job back")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.status(); st.State != store.StatePendingWait {
+		t.Errorf("state %s after the answer, want pending-wait", st.State)
+	}
+	f.store.mu.Lock()
+	defer f.store.mu.Unlock()
+	if n := f.store.calls["SetCrawlState"]; n != 2 {
+		t.Errorf("%d SetCrawlState calls, want 2 (the setup's and the pass's)", n)
+	}
+}
+
+// TestProgressWaitsUntilTheCacheShowsTheLastWrite: progress goes without
+// a precondition, so it must not pile a second write on one the cache
+// does not show yet; a state change is written at once all the same.
+func TestProgressWaitsUntilTheCacheShowsTheLastWrite(t *testing.T) {
+	cj := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1))
+	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
+	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), redisPodIn(corev1.PodRunning),
+		pvcs["redis-"+testID], pvcs[name(0)])
+	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
+	redisAt := func(status string, done int64) {
+		r := reachable(status)
+		r.PagesFound, r.PagesDone = 100, done
+		f.withRedis(r)
+	}
+	redisAt("running", 1)
+	if err := f.syncProgress(); err != nil || !contains(f.writes(), "patch crawljobs/status") {
+		t.Fatalf("first progress not written: %v %v", f.writes(), err)
+	}
+	// The cache still has the job as it was; the write made a new version
+	// (which the fake clientset does not count).
+	key := "crawlers/" + cj.Name
+	f.c.written.mu.Lock()
+	last := f.c.written.jobs[key]
+	last.job = last.job.DeepCopy()
+	last.job.ResourceVersion = "2"
+	f.c.written.jobs[key] = last
+	f.c.written.mu.Unlock()
+	f.clock.Step(f.c.cfg.StatsInterval)
+	redisAt("running", 2)
+	if err := f.syncProgress(); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); len(w) != 0 {
+		t.Fatalf("progress written on an unobserved write: %v", w)
+	}
+	redisAt("pending-wait", 3)
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.status(); st.State != store.StatePendingWait || st.PagesDone != 3 {
+		t.Fatalf("state %s pages %d, want the state change written at once", st.State, st.PagesDone)
+	}
+	updated, _ := f.trawler.TrawlerV1().CrawlJobs("crawlers").Get(context.Background(), cj.Name, metav1.GetOptions{})
+	f.seed(updated)
+	f.clock.Step(f.c.cfg.StatsInterval)
+	redisAt("pending-wait", 4)
+	if err := f.syncProgress(); err != nil || !contains(f.writes(), "patch crawljobs/status") || f.status().PagesDone != 4 {
+		t.Fatalf("progress not written once the cache caught up: %v %v", f.writes(), err)
 	}
 }

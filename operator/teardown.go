@@ -12,13 +12,14 @@ import (
 )
 
 // teardown plans the children of a finished or deleted crawl: crawler
-// pods go first; Redis and the PVCs stay until they are gone (and Redis
-// until the post-crawl tasks have read it); then everything goes.
+// pods go first; Redis and the PVCs stay until they are gone; Redis stays
+// until the post-crawl tasks have drained it, and a Redis pod paused when
+// idle or lost is brought back on its PVC for that; then everything goes.
 func (p *plan) teardown(cj *trawlerv1.CrawlJob, o observed) {
 	p.Teardown = true
 	crawlersLeft := len(o.Crawlers) > 0
 	tasksDone := meta.IsStatusConditionTrue(cj.Status.Conditions, CondFinishTasks) || o.FinishTasksDone
-	keepRedis := o.RedisPod != nil && (crawlersLeft || !tasksDone)
+	keepRedis := redisHeld(cj, o) && (crawlersLeft || !tasksDone)
 	p.Children = childPlan{RedisPod: keepRedis, RedisPVC: keepRedis}
 	if crawlersLeft {
 		p.Children.RedisPVC = true
@@ -34,6 +35,14 @@ func (p *plan) teardown(cj *trawlerv1.CrawlJob, o observed) {
 		// their last lines are in the crawl's errors.
 		p.Children.CrawlerPods = slices.Sorted(maps.Keys(o.Crawlers))
 	}
+}
+
+// redisHeld tells whether the crawl has a Redis whose data the post-crawl
+// tasks must drain: its pod, or its PVC (not being deleted) on which a
+// paused or lost pod can come back.
+func redisHeld(cj *trawlerv1.CrawlJob, o observed) bool {
+	pvc := o.PVCs[k8s.RedisName(cj.Spec.ID)]
+	return o.RedisPod != nil || (pvc != nil && pvc.DeletionTimestamp == nil)
 }
 
 // failureUnreported tells whether the operator failed the crawl and the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -64,8 +65,10 @@ type accessProxy struct {
 	path     string // the access path, "/data/"
 	upstream string // "/bucket/prefix/", escaped as links are signed
 	host     string // the storage's host, which links are signed for
+	hostPort string // host with its port, to dial
 	scheme   string
 	proxy    *httputil.ReverseProxy
+	dial     dialFunc // the direct path's dialer; nil: reverse proxy only
 }
 
 // NewAccessProxy returns a handler that serves the download links of b
@@ -80,8 +83,10 @@ type accessProxy struct {
 //     403 for an expired or tampered link, pass through; trawler adds no
 //     credentials and forwards no Authorization or Cookie header, only
 //     Range and the conditional headers;
-//   - bodies stream through pooled buffers, never held in memory; the
-//     server's write timeout is lifted while data flows;
+//   - bodies stream, never held in memory: a whole-object GET over plain
+//     HTTP from socket to socket in the kernel (serveDirect), anything
+//     else through pooled buffers; the server's write timeout is lifted
+//     while data flows;
 //   - a storage that cannot be reached gets 503 {"detail":"storage_unavailable"}.
 //
 // transport carries the requests to the storage (nil: a default one);
@@ -116,6 +121,11 @@ func NewAccessProxy(b *Bucket, transport http.RoundTripper) http.Handler {
 	if b.ep.secure {
 		p.scheme = "https"
 	}
+	p.hostPort = p.host
+	if _, _, err := net.SplitHostPort(p.host); err != nil {
+		p.hostPort = net.JoinHostPort(p.host, "80")
+	}
+	p.dial = directDialer(transport, p.scheme, p.host)
 	p.proxy = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
 		Transport:      transport,
@@ -151,6 +161,10 @@ func (p *accessProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	dw := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
 	dw.extend()
+	if p.servesDirect(r) {
+		p.serveDirect(w, r, dw)
+		return
+	}
 	p.proxy.ServeHTTP(dw, r)
 }
 
@@ -194,31 +208,42 @@ func allowedQueryParam(name string) bool {
 		lower == "versionid" || lower == "partnumber" || lower == "x-id"
 }
 
-// rewrite builds the storage request: the signed host and path, the
-// query as signed, and only the allowed headers.
+// rewrite builds the storage request (see storageRequest); a HEAD is
+// sent as the GET the link is signed for.
 func (p *accessProxy) rewrite(pr *httputil.ProxyRequest) {
-	rawKey, _ := p.key(pr.In) // checked in ServeHTTP
-	out := pr.Out
+	out := p.storageRequest(pr.In)
+	if pr.In.Method == http.MethodHead {
+		// Links are signed for GET, and the method is part of the
+		// signature: a strict S3 refuses them for HEAD. Ask for the
+		// GET, then drop its body (modifyResponse).
+		out = out.WithContext(context.WithValue(out.Context(), headRequest{}, true))
+	}
+	pr.Out = out
+}
+
+// storageRequest is the GET of in's key from the storage: the signed host
+// and path, the query as signed, and only the allowed headers.
+func (p *accessProxy) storageRequest(in *http.Request) *http.Request {
+	rawKey, _ := p.key(in) // checked in ServeHTTP
 	rawPath := p.upstream + rawKey
 	path, _ := url.PathUnescape(rawPath) // checked in key
-	out.URL = &url.URL{Scheme: p.scheme, Host: p.host, Path: path, RawPath: rawPath, RawQuery: pr.In.URL.RawQuery}
-	out.Host = p.host
-	out.Body, out.ContentLength, out.GetBody = nil, 0, nil
-	out.Header = http.Header{}
+	out := (&http.Request{
+		Method:     http.MethodGet,
+		URL:        &url.URL{Scheme: p.scheme, Host: p.host, Path: path, RawPath: rawPath, RawQuery: in.URL.RawQuery},
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Host:       p.host,
+		Header:     http.Header{},
+	}).WithContext(in.Context())
 	for _, h := range forwardedRequestHeaders {
-		if v := pr.In.Header.Values(h); len(v) > 0 {
+		if v := in.Header.Values(h); len(v) > 0 {
 			out.Header[h] = v
 		}
 	}
 	out.Header.Set("Accept-Encoding", "identity")
 	out.Header.Set("User-Agent", "trawler-access-proxy")
-	if out.Method == http.MethodHead {
-		// Links are signed for GET, and the method is part of the
-		// signature: a strict S3 refuses them for HEAD. Ask for the
-		// GET, then drop its body (modifyResponse).
-		out.Method = http.MethodGet
-		pr.Out = out.WithContext(context.WithValue(out.Context(), headRequest{}, true))
-	}
+	return out
 }
 
 // headRequest marks, in the context of a storage request, that the

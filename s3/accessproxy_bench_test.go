@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -76,10 +74,7 @@ func BenchmarkAccessProxy1GiB(b *testing.B) {
 			bestDirect = max(bestDirect, download(b, client, direct))
 			cpuDirect = min(cpuDirect, cpuTime(b)-cpu0)
 			b.StopTimer()
-			runtime.GC()
-			debug.FreeOSMemory()
-			idle := rsstest.RSS(b)
-			rsstest.ResetPeak(b)
+			idle := rsstest.Idle(b)
 			b.StartTimer()
 			cpu0 = cpuTime(b)
 			bestProxy = max(bestProxy, download(b, client, proxied))

@@ -398,18 +398,26 @@ func (s slowTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-func TestAccessProxyOutlivesTheWriteTimeout(t *testing.T) {
-	b := newBucket(t)
-	ctx := t.Context()
-	if _, err := b.Put(ctx, "org/f.txt", strings.NewReader("hello"), 5, "text/plain"); err != nil {
-		t.Fatal(err)
-	}
+// atDataPath is b as configured with the access path /data/: the bucket
+// that signs links for an access proxy.
+func atDataPath(t *testing.T, b *s3.Bucket) *s3.Bucket {
+	t.Helper()
 	cfg := b.Config()
 	cfg.AccessEndpointURL = "/data/"
 	pb, err := s3.New(cfg, s3.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pb
+}
+
+func TestAccessProxyOutlivesTheWriteTimeout(t *testing.T) {
+	b := newBucket(t)
+	ctx := t.Context()
+	if _, err := b.Put(ctx, "org/f.txt", strings.NewReader("hello"), 5, "text/plain"); err != nil {
+		t.Fatal(err)
+	}
+	pb := atDataPath(t, b)
 	// A server whose write timeout passes before the storage answers:
 	// the proxy lifts it for its downloads.
 	srv := httptest.NewUnstartedServer(s3.NewAccessProxy(pb, slowTransport{300 * time.Millisecond}))

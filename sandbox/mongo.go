@@ -75,8 +75,12 @@ func (m *Mongo) Restart(ctx context.Context) error {
 	}
 }
 
-// URI is the connection string trawler uses. maxPoolSize=1 because FerretDB
-// v1 loses concurrent updates made over several connections.
+// URI is the connection string trawler uses. Stock FerretDB v1 loses
+// concurrent updates made over several connections, so its clients must
+// keep to one (maxPoolSize=1); mongotestd runs write commands one at a time
+// (ferretdb-write-lock.patch), so several connections are safe and reads
+// need not queue behind writes. The pool stays small: every connection
+// costs the server a goroutine and SQLite handles.
 func (m *Mongo) URI() string {
-	return fmt.Sprintf("mongodb://127.0.0.1:%d/?maxPoolSize=1", m.Port)
+	return fmt.Sprintf("mongodb://127.0.0.1:%d/?maxPoolSize=8", m.Port)
 }

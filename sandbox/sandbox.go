@@ -223,8 +223,8 @@ func (e *Env) Kubeconfig() string { return e.Cluster.Kubeconfig }
 // Config returns a copy of the admin REST config.
 func (e *Env) Config() *rest.Config { return rest.CopyConfig(e.Cluster.Config) }
 
-// MongoURI is the MongoDB connection string (with maxPoolSize=1, which
-// FerretDB needs).
+// MongoURI is the MongoDB connection string of mongotestd (see Mongo.URI
+// for its pool size).
 func (e *Env) MongoURI() string { return e.Mongo.URI() }
 
 // RedisURL is the redis:// URL of database db of the shared redis-server.

@@ -3,8 +3,11 @@ package sandbox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/smtp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,19 +19,25 @@ import (
 	"github.com/trawlerhq/trawler/sandbox"
 )
 
-func TestMongoRoundTrip(t *testing.T) {
-	ctx := context.Background()
-	m, err := sandbox.StartMongo(ctx, t.TempDir())
+// startMongo starts a mongotestd of its own for t and connects to it.
+func startMongo(t *testing.T) (*sandbox.Mongo, *mongo.Client) {
+	t.Helper()
+	m, err := sandbox.StartMongo(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Stop(5 * time.Second) })
-
 	client, err := mongo.Connect(options.Client().ApplyURI(m.URI()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Disconnect(ctx)
+	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+	return m, client
+}
+
+func TestMongoRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	m, client := startMongo(t)
 	coll := client.Database("roundtrip").Collection("things")
 	if _, err := coll.InsertOne(ctx, bson.M{"_id": "a", "n": 1}); err != nil {
 		t.Fatal(err)
@@ -50,6 +59,70 @@ func TestMongoRoundTrip(t *testing.T) {
 	}
 	if n, err := coll.CountDocuments(ctx, bson.M{}); err != nil || n != 1 {
 		t.Fatalf("after restart: count = %d, %v; want 1", n, err)
+	}
+}
+
+// TestMongoConcurrentWritesAreAtomic: the sandbox's clients use several
+// connections, so mongotestd must not lose updates made concurrently over
+// them (stock FerretDB v1 does: its updates read, modify and write back
+// without isolation), nor hand one queued document to two claimers.
+func TestMongoConcurrentWritesAreAtomic(t *testing.T) {
+	ctx := context.Background()
+	_, client := startMongo(t)
+	coll := client.Database("atomic").Collection("things")
+	if _, err := coll.InsertOne(ctx, bson.M{"_id": "counter", "n": 0}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, err := coll.InsertOne(ctx, bson.M{"_id": fmt.Sprintf("job-%02d", i), "claimed": false}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	const workers, incs = 8, 50
+	var wg sync.WaitGroup
+	var claims atomic.Int64
+	errs := make(chan error, workers*2)
+	for range workers {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for range incs {
+				if _, err := coll.UpdateOne(ctx, bson.M{"_id": "counter"}, bson.M{"$inc": bson.M{"n": 1}}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for {
+				err := coll.FindOneAndUpdate(ctx, bson.M{"claimed": false}, bson.M{"$set": bson.M{"claimed": true}}).Err()
+				if errors.Is(err, mongo.ErrNoDocuments) {
+					return
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				claims.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var got struct{ N int }
+	if err := coll.FindOne(ctx, bson.M{"_id": "counter"}).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.N != workers*incs {
+		t.Errorf("n = %d after %d concurrent $inc, want %d", got.N, workers*incs, workers*incs)
+	}
+	if c := claims.Load(); c != 20 {
+		t.Errorf("%d claims of 20 queued documents, want 20", c)
 	}
 }
 

@@ -22,6 +22,10 @@ func TestOperatorWritesWithMongoFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Now().UTC().Truncate(time.Second)
+	progress := func(p CrawlProgress) (bool, error) {
+		n, err := m.RecordCrawlsProgress(ctx, []CrawlProgress{p})
+		return n > 0, err
+	}
 	steps := []struct {
 		name string
 		do   func() (bool, error)
@@ -35,8 +39,9 @@ func TestOperatorWritesWithMongoFilters(t *testing.T) {
 			ok, _, err := m.SetCrawlState(ctx, "c", StateWaitingOrgLimit, []string{StateStarting}, CrawlStateExtra{})
 			return ok, err
 		}, false},
-		{"Stats", func() (bool, error) { return m.RecordCrawlProgress(ctx, "c", &CrawlStats{Found: 2, Done: 1}, nil) }, true},
-		{"StatsSame", func() (bool, error) { return m.RecordCrawlProgress(ctx, "c", &CrawlStats{Found: 2, Done: 1}, nil) }, false},
+		{"Stats", func() (bool, error) {
+			return progress(CrawlProgress{CrawlID: "c", Stats: &CrawlStats{Found: 2, Done: 1}})
+		}, true},
 		{"File", func() (bool, error) {
 			r, err := m.AddCrawlFile(ctx, "c", CrawlFile{Filename: "a", Size: 3})
 			return r.Added == 1, err
@@ -49,9 +54,9 @@ func TestOperatorWritesWithMongoFilters(t *testing.T) {
 			ok, _, err := m.SetCrawlState(ctx, "c", StateComplete, RunningStates, CrawlStateExtra{Finished: &at})
 			return ok, err
 		}, true},
-		{"StatsAfterFinish", func() (bool, error) { return m.RecordCrawlProgress(ctx, "c", &CrawlStats{Found: 9}, nil) }, false},
+		{"StatsAfterFinish", func() (bool, error) { return progress(CrawlProgress{CrawlID: "c", Stats: &CrawlStats{Found: 9}}) }, false},
 		{"PodsAfterFinish", func() (bool, error) {
-			return m.RecordCrawlProgress(ctx, "c", &CrawlStats{Found: 9}, map[string]PodStatus{"0": {Phase: "Succeeded"}})
+			return progress(CrawlProgress{CrawlID: "c", Stats: &CrawlStats{Found: 9}, Pods: map[string]PodStatus{"0": {Phase: "Succeeded"}}})
 		}, true},
 	}
 	for _, st := range steps {
@@ -61,7 +66,7 @@ func TestOperatorWritesWithMongoFilters(t *testing.T) {
 		}
 	}
 	c, err := m.GetCrawlByID(ctx, "c")
-	if err != nil || c.State != StateComplete || c.FileCount != 1 || c.FileSize != 3 || c.Stats.Done != 1 {
+	if err != nil || c.State != StateComplete || c.FileCount != 1 || c.FileSize != 3 || c.Stats.Done != 1 || c.Pods["0"].Phase != "Succeeded" {
 		t.Fatalf("crawl %+v, %v", c, err)
 	}
 }

@@ -44,7 +44,12 @@ type CrawlConfigUpdate struct {
 	MaxCrawlSize          Maybe[int64]
 	Scale                 Maybe[int]
 	CrawlFilenameTemplate Maybe[string]
+	CrawlerChannel        Maybe[string]
+	ProxyID               Maybe[*string]
 	Config                Maybe[RawCrawlConfig]
+	// SeedFile is the seed file Config names, if it names one: its first
+	// URL and count become the workflow's firstSeed and seedCount.
+	SeedFile *SeedFile
 
 	Modified   time.Time
 	ModifiedBy uuid.UUID
@@ -59,11 +64,24 @@ func firstSeed(c *RawCrawlConfig) string {
 	return c.Seeds[0].URL
 }
 
-// CreateCrawlConfig inserts the workflow c, filling c.FirstSeed.
+// seedSummary is the firstSeed and seedCount of a config: those of its
+// seeds, or of file when the config names a seed file.
+func seedSummary(c *RawCrawlConfig, file *SeedFile) (string, int64) {
+	if c.SeedFileID != nil && file != nil {
+		return file.FirstSeed, file.SeedCount
+	}
+	return firstSeed(c), int64(len(c.Seeds))
+}
+
+// CreateCrawlConfig inserts the workflow c, filling c.FirstSeed and
+// c.SeedCount from its seeds; a seed-file workflow keeps the caller's,
+// which are the file's.
 //
 // Errors: Conflict("crawl_config_exists") if the id is taken.
 func (m *Mongo) CreateCrawlConfig(ctx context.Context, c *CrawlConfig) error {
-	c.FirstSeed = firstSeed(&c.Config)
+	if c.Config.SeedFileID == nil {
+		c.FirstSeed, c.SeedCount = seedSummary(&c.Config, nil)
+	}
 	if _, err := m.coll(collConfigs).InsertOne(ctx, c); err != nil {
 		if isDuplicate(err) {
 			return Conflict("crawl_config_exists")
@@ -198,9 +216,11 @@ func (m *Mongo) UpdateCrawlConfig(ctx context.Context, oid, cid uuid.UUID, upd C
 	setIf(set, "maxCrawlSize", upd.MaxCrawlSize)
 	setIf(set, "scale", upd.Scale)
 	setIf(set, "crawlFilenameTemplate", upd.CrawlFilenameTemplate)
+	setIf(set, "crawlerChannel", upd.CrawlerChannel)
+	setIf(set, "proxyId", upd.ProxyID)
 	if upd.Config.Set {
 		set["config"] = upd.Config.Value
-		set["firstSeed"] = firstSeed(&upd.Config.Value)
+		set["firstSeed"], set["seedCount"] = seedSummary(&upd.Config.Value, upd.SeedFile)
 	}
 	var c CrawlConfig
 	err := m.coll(collConfigs).FindOneAndUpdate(ctx, filter,

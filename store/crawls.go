@@ -1,6 +1,8 @@
 package store
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -65,7 +67,7 @@ var crawlSorts = map[string]bool{"started": true, "finished": true, "fileSize": 
 // AddCrawl inserts a new crawl (normally in state starting) and records
 // its start on its workflow: crawlAttemptCount + 1 and the last-crawl
 // fields pointing at it (recomputed, see RecomputeWorkflowStats). It fills
-// c.FirstSeed, c.Type ("crawl" if empty), a state history of the first
+// c.FirstSeed (a seed-file crawl keeps the caller's), c.Type ("crawl" if empty), a state history of the first
 // state, and turns nil lists into empty ones.
 //
 // A crawl of a workflow that has not ended holds its workflow in
@@ -79,7 +81,9 @@ var crawlSorts = map[string]bool{"started": true, "finished": true, "fileSize": 
 // the workflow has a crawl that has not ended (the workflow is then left
 // alone).
 func (m *Mongo) AddCrawl(ctx context.Context, c *Crawl) error {
-	c.FirstSeed = firstSeed(&c.Config)
+	if c.Config.SeedFileID == nil {
+		c.FirstSeed = firstSeed(&c.Config)
+	}
 	if c.Type == "" {
 		c.Type = TypeCrawl
 	}
@@ -297,7 +301,11 @@ func (m *Mongo) SetCrawlScale(ctx context.Context, oid uuid.UUID, id string, sca
 //
 // Errors: NotFound("crawl_not_found").
 func (m *Mongo) SetCrawlConfig(ctx context.Context, oid uuid.UUID, id string, cfg RawCrawlConfig) error {
-	return m.setCrawl(ctx, oid, id, bson.M{"config": cfg, "firstSeed": firstSeed(&cfg)})
+	set := bson.M{"config": cfg}
+	if cfg.SeedFileID == nil { // a seed-file crawl's firstSeed is its file's
+		set["firstSeed"] = firstSeed(&cfg)
+	}
+	return m.setCrawl(ctx, oid, id, set)
 }
 
 // setCrawl sets fields of crawl id after checking that it is in org oid.
@@ -318,7 +326,7 @@ func (m *Mongo) setCrawl(ctx context.Context, oid uuid.UUID, id string, set bson
 }
 
 // DeleteCrawls deletes those of ids that are crawls of org oid (any type),
-// their error lines, and then recomputes the stats of their workflows,
+// their error lines and pages, and then recomputes the stats of their workflows,
 // collections and the org's bytesStored. Ids not found are skipped.
 // Storage objects and running CrawlJobs are the caller's business.
 //
@@ -363,6 +371,9 @@ func (m *Mongo) DeleteCrawls(ctx context.Context, oid uuid.UUID, ids []string) (
 	if _, err := m.coll(collCrawlErrors).DeleteMany(ctx, bson.M{"crawlId": bson.M{"$in": found}}); err != nil {
 		return nil, fmt.Errorf("deleting crawl errors: %w", err)
 	}
+	if err := m.DeletePages(ctx, found); err != nil {
+		return nil, err
+	}
 	for cid := range res.SizeByWorkflow {
 		if err := m.RecomputeWorkflowStats(ctx, cid); err != nil {
 			return nil, err
@@ -401,4 +412,20 @@ func (m *Mongo) CrawlSearchValues(ctx context.Context, oid uuid.UUID, types []st
 		seeds.add(r.FirstSeed)
 	}
 	return &SearchValues{Names: names.sorted(), Descriptions: descs.sorted(), FirstSeeds: seeds.sorted()}, nil
+}
+
+// SetCrawlPause records a pause request at pausedAt, or a resume when
+// pausedAt is nil. A resume also re-arms the e-mail of an automatic
+// pause. It returns the crawl as it is after the change.
+//
+// Errors: NotFound("crawl_not_found").
+func (m *Mongo) SetCrawlPause(ctx context.Context, oid uuid.UUID, id string, pausedAt *time.Time) (*Crawl, error) {
+	set := bson.M{"shouldPause": pausedAt != nil, "pausedAt": pausedAt}
+	if pausedAt == nil {
+		set["autoPausedEmailsSent"] = false
+	}
+	if err := m.setCrawl(ctx, oid, id, set); err != nil {
+		return nil, err
+	}
+	return m.GetCrawl(ctx, oid, id)
 }

@@ -82,10 +82,10 @@ func (m *Mongo) SetCrawlState(ctx context.Context, crawlID, newState string, all
 	return false, cur, nil
 }
 
-// RecordCrawlProgress is the operator's one progress write to a crawl
-// per sync: its page and size counters (stats; nil leaves them) and its
-// per-pod view (pods: phase, exit reason, resource use; nil leaves it),
-// in one update. The stats are written only if they differ from the
+// RecordCrawlProgress is one crawl's progress write, read first (the
+// operator batches its writes with RecordCrawlsProgress): its page and
+// size counters (stats; nil leaves them) and its per-pod view (pods:
+// phase, exit reason, resource use; nil leaves it), in one update. The stats are written only if they differ from the
 // stored ones and the crawl has not ended (a late poll must not overwrite
 // the final stats); the pod view is written whatever the state, so a
 // finished crawl keeps its pods' last view. It reports whether it wrote.
@@ -136,6 +136,55 @@ func (m *Mongo) RecordCrawlProgress(ctx context.Context, crawlID string, stats *
 		}
 	}
 	return false, errCrawlNotFound
+}
+
+// CrawlProgress is one crawl's progress for RecordCrawlsProgress: its page
+// and size counters (Stats; nil leaves them) and its per-pod view (Pods:
+// phase, exit reason, resource use; nil leaves it).
+type CrawlProgress struct {
+	CrawlID string
+	Stats   *CrawlStats
+	Pods    map[string]PodStatus
+}
+
+// RecordCrawlsProgress is the operator's progress write, for many crawls
+// in one round trip (an unordered bulk write): busy crawls' counters
+// would otherwise cost a write each, every few seconds each. The stats
+// are written only while a crawl has not ended (a late batch must not
+// overwrite the final stats, which come with the final state); the pod
+// view is written whatever the state, so a finished crawl keeps its pods'
+// last view. A crawl that is gone is skipped. It returns how many
+// documents matched a write.
+//
+// The condition on the state stays in the filter on MongoDB, so the write
+// holds against other processes. FerretDB gets {_id} alone (condFilter):
+// there the operator, the only writer of progress, never has a batch in
+// flight for a crawl whose final state it is recording.
+func (m *Mongo) RecordCrawlsProgress(ctx context.Context, progress []CrawlProgress) (int64, error) {
+	var models []mongo.WriteModel
+	for _, p := range progress {
+		idOnly := bson.M{"_id": p.CrawlID}
+		pods := p.Pods
+		if p.Stats != nil {
+			filter := m.condFilter(ctx, p.CrawlID, bson.M{"state": bson.M{"$nin": FinishedStates}})
+			set := bson.M{"stats": *p.Stats}
+			if pods != nil && len(filter) == len(idOnly) {
+				set["podStatus"], pods = pods, nil
+			}
+			models = append(models, mongo.NewUpdateOneModel().SetFilter(filter).SetUpdate(bson.M{"$set": set}))
+		}
+		if pods != nil {
+			models = append(models, mongo.NewUpdateOneModel().SetFilter(idOnly).SetUpdate(bson.M{"$set": bson.M{"podStatus": pods}}))
+		}
+	}
+	if len(models) == 0 {
+		return 0, nil
+	}
+	res, err := m.coll(collCrawls).BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+	if err != nil {
+		return 0, fmt.Errorf("recording crawl progress: %w", err)
+	}
+	return res.MatchedCount, nil
 }
 
 // FileResult reports what AddCrawlFiles did and the crawl's file counters

@@ -130,6 +130,54 @@ func TestRecordCrawlProgress(t *testing.T) {
 	}
 }
 
+// TestRecordCrawlsProgress: the operator's batched progress write gives
+// each crawl its stats, its pods' view or both, in one bulk write, skips
+// a crawl that is gone, and keeps the pods' view of an ended crawl.
+func TestRecordCrawlsProgress(t *testing.T) {
+	m := mongotest.Open(t)
+	ctx := context.Background()
+	for _, id := range []string{"a", "b", "ended"} {
+		mustCrawl(t, m, mustWorkflow(t, m, uuid.New(), id, "https://a.example/"), id, now())
+	}
+	at := now()
+	if _, _, err := m.SetCrawlState(ctx, "ended", store.StateComplete, nil, store.CrawlStateExtra{Finished: &at}); err != nil {
+		t.Fatal(err)
+	}
+	pods := map[string]store.PodStatus{"0": {Phase: "Running", CPUUsedMilli: 250}}
+	n, err := m.RecordCrawlsProgress(ctx, []store.CrawlProgress{
+		{CrawlID: "a", Stats: &store.CrawlStats{Found: 5, Done: 1, Size: 100}},
+		{CrawlID: "b", Stats: &store.CrawlStats{Found: 7, Done: 2}, Pods: pods},
+		{CrawlID: "ended", Pods: map[string]store.PodStatus{"0": {Phase: "Succeeded"}}},
+		{CrawlID: "gone", Stats: &store.CrawlStats{Found: 1}},
+	})
+	if err != nil || n < 3 {
+		t.Fatalf("matched %d, %v; want the three crawls there", n, err)
+	}
+	get := func(id string) *store.Crawl {
+		t.Helper()
+		c, err := m.GetCrawlByID(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := get("a"); c.Stats == nil || *c.Stats != (store.CrawlStats{Found: 5, Done: 1, Size: 100}) || len(c.Pods) != 0 {
+		t.Errorf("a: stats %+v pods %+v", c.Stats, c.Pods)
+	}
+	if c := get("b"); c.Stats == nil || c.Stats.Done != 2 || c.Pods["0"].CPUUsedMilli != 250 {
+		t.Errorf("b: stats %+v pods %+v", c.Stats, c.Pods)
+	}
+	if c := get("ended"); c.State != store.StateComplete || c.Pods["0"].Phase != "Succeeded" {
+		t.Errorf("ended: state %s pods %+v", c.State, c.Pods)
+	}
+	if _, err := m.GetCrawlByID(ctx, "gone"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a missing crawl was created: %v", err)
+	}
+	if n, err := m.RecordCrawlsProgress(ctx, nil); n != 0 || err != nil {
+		t.Errorf("nothing: %d, %v", n, err)
+	}
+}
+
 func TestAddCrawlFile(t *testing.T) {
 	m := mongotest.Open(t)
 	ctx := context.Background()

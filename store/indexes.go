@@ -68,6 +68,16 @@ var indexes = map[string][]mongo.IndexModel{
 	collProfiles: {
 		{Keys: bson.D{{Key: "oid", Value: 1}}},
 	},
+	collFileUploads: {
+		{Keys: bson.D{{Key: "oid", Value: 1}, {Key: "created", Value: -1}}},
+	},
+	// Pages are listed per item: seeds first then by time (the default
+	// order), or by url (URL searches and prefixes).
+	collPages: {
+		{Keys: bson.D{{Key: "crawl_id", Value: 1}, {Key: "isSeed", Value: -1}, {Key: "ts", Value: 1}}},
+		{Keys: bson.D{{Key: "crawl_id", Value: 1}, {Key: "url", Value: 1}}},
+		{Keys: bson.D{{Key: "oid", Value: 1}, {Key: "crawl_id", Value: 1}}},
+	},
 }
 
 // EnsureIndexes creates the store's indexes if they are missing. It is
@@ -75,7 +85,7 @@ var indexes = map[string][]mongo.IndexModel{
 // restart); it waits for the server within ctx.
 //
 // On FerretDB only the unique indexes and those led by an id that lists
-// filter on by equality (oid, cid, crawlId) are created: FerretDB answers
+// filter on by equality (oid, cid, crawlId, crawl_id) are created: FerretDB answers
 // every other filter by scanning (the sandbox's patched build pushes
 // top-level equality filters into SQLite, where these indexes serve them),
 // while each index makes every write slower.
@@ -122,5 +132,5 @@ func isUnique(im mongo.IndexModel) bool {
 // queries match by equality.
 func ledByEqualityID(im mongo.IndexModel) bool {
 	keys, ok := im.Keys.(bson.D)
-	return ok && len(keys) > 0 && slices.Contains([]string{"oid", "cid", "crawlId"}, keys[0].Key)
+	return ok && len(keys) > 0 && slices.Contains([]string{"oid", "cid", "crawlId", "crawl_id"}, keys[0].Key)
 }

@@ -33,6 +33,7 @@ const (
 	collInvites     = "invites"
 	collWebhooks    = "webhooks"
 	collProfiles    = "profiles"
+	collFileUploads = "file_uploads"
 	// collLoginAttempts holds trawler's login throttle counters.
 	collLoginAttempts = "login_attempts"
 )

@@ -188,6 +188,16 @@ func (m *Mongo) SetOrgQuotas(ctx context.Context, id uuid.UUID, q OrgQuotas) err
 	return m.updateOrg(ctx, id, bson.M{"$set": bson.M{"quotas": q}})
 }
 
+// SetOrgProxies sets which crawler proxies the org may use.
+//
+// Errors: NotFound("org_not_found").
+func (m *Mongo) SetOrgProxies(ctx context.Context, id uuid.UUID, allowShared bool, allowed []string) error {
+	if allowed == nil {
+		allowed = []string{}
+	}
+	return m.updateOrg(ctx, id, bson.M{"$set": bson.M{"allowSharedProxies": allowShared, "allowedProxies": allowed}})
+}
+
 // SetOrgWebhooks replaces the org's event webhook URLs and records the
 // origin (scheme://host) that download URLs in webhook bodies start with.
 //

@@ -16,9 +16,11 @@ import (
 //  1. if successful: add its duration to the org's monthly usage, add it
 //     to its workflow's autoAddCollections, and recount every collection
 //     it is in (now that it counts there);
-//  2. recompute its workflow's stats;
-//  3. recompute its org's bytesStored;
-//  4. mark the crawl PostCrawlDone.
+//  2. count its pages into its page counters if successful, else delete
+//     them and zero the counters (a failed or canceled crawl keeps none);
+//  3. recompute its workflow's stats;
+//  4. recompute its org's bytesStored;
+//  5. mark the crawl PostCrawlDone.
 //
 // Every step is idempotent, so a restart after a crash anywhere reruns the
 // whole list without double counting; once PostCrawlDone is set it returns
@@ -47,6 +49,9 @@ func (m *Mongo) RunPostCrawlTasks(ctx context.Context, crawlID string) (*Crawl, 
 		if err := m.recomputeCollections(ctx, c.CollectionIDs); err != nil {
 			return nil, err
 		}
+	}
+	if err := m.settlePages(ctx, c); err != nil {
+		return nil, err
 	}
 	if err := m.RecomputeWorkflowStats(ctx, c.CID); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, err
@@ -94,5 +99,20 @@ func (m *Mongo) autoAddToCollections(ctx context.Context, c *Crawl) error {
 			c.CollectionIDs = append(c.CollectionIDs, id)
 		}
 	}
+	return nil
+}
+
+// settlePages records a finished crawl's page counters, or deletes the
+// pages of one that did not succeed.
+func (m *Mongo) settlePages(ctx context.Context, c *Crawl) error {
+	if !IsSuccessful(c.State) {
+		c.PageCounts = PageCounts{}
+		return m.ClearPages(ctx, c.ID)
+	}
+	pc, err := m.RecountPages(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	c.PageCounts = pc
 	return nil
 }

@@ -51,16 +51,49 @@ type User struct {
 
 // Org is an organisation: the unit of membership, quotas and storage.
 type Org struct {
-	ID          uuid.UUID         `bson:"_id"`
-	Name        string            `bson:"name"`
-	Users       map[string]Role   `bson:"users"` // user id -> role
-	Storage     Storage           `bson:"storage"`
-	Usage       map[string]int64  `bson:"usage"` // "YYYY-MM" -> crawl seconds
-	BytesStored int64             `bson:"bytesStored"`
-	Default     bool              `bson:"default"`
-	Quotas      OrgQuotas         `bson:"quotas"`
-	WebhookURLs map[string]string `bson:"webhookUrls,omitempty"`
-	Origin      string            `bson:"origin,omitempty"`
+	ID          uuid.UUID        `bson:"_id"`
+	Name        string           `bson:"name"`
+	Users       map[string]Role  `bson:"users"` // user id -> role
+	Storage     Storage          `bson:"storage"`
+	Usage       map[string]int64 `bson:"usage"` // "YYYY-MM" -> crawl seconds
+	BytesStored int64            `bson:"bytesStored"`
+	// BytesStoredSeedFiles is the part of BytesStored that seed files take.
+	BytesStoredSeedFiles int64             `bson:"bytesStoredSeedFiles"`
+	Default              bool              `bson:"default"`
+	Quotas               OrgQuotas         `bson:"quotas"`
+	WebhookURLs          map[string]string `bson:"webhookUrls,omitempty"`
+	Origin               string            `bson:"origin,omitempty"`
+	// AllowSharedProxies and AllowedProxies say which crawler proxies the
+	// org's crawls may use: the shared ones when allowed, and those named.
+	AllowSharedProxies bool     `bson:"allowSharedProxies"`
+	AllowedProxies     []string `bson:"allowedProxies,omitempty"`
+
+	ExecCounters `bson:",inline"`
+	// QuotaUpdates is the history of POST /quotas, oldest first.
+	QuotaUpdates []QuotaUpdate `bson:"quotaUpdates,omitempty"`
+}
+
+// ExecCounters are an org's execution-time counters (upstream-2026 §6.1),
+// the month maps keyed "YYYY-MM" (UTC).
+type ExecCounters struct {
+	// CrawlExecSeconds are all crawler-pod seconds, over quota or not.
+	CrawlExecSeconds map[string]int64 `bson:"crawlExecSeconds,omitempty"`
+	// MonthlyExecSeconds are the seconds charged to the monthly quota.
+	MonthlyExecSeconds map[string]int64 `bson:"monthlyExecSeconds,omitempty"`
+	// GiftedExecSeconds and ExtraExecSeconds are the seconds charged to
+	// the gifted and the extra minutes.
+	GiftedExecSeconds map[string]int64 `bson:"giftedExecSeconds,omitempty"`
+	ExtraExecSeconds  map[string]int64 `bson:"extraExecSeconds,omitempty"`
+	// GiftedExecSecondsAvailable and ExtraExecSecondsAvailable are what
+	// is left of the gifted and extra minutes, in seconds.
+	GiftedExecSecondsAvailable int64 `bson:"giftedExecSecondsAvailable"`
+	ExtraExecSecondsAvailable  int64 `bson:"extraExecSecondsAvailable"`
+}
+
+// QuotaUpdate is one change of an org's quotas: when, and the fields sent.
+type QuotaUpdate struct {
+	Modified time.Time      `bson:"modified"`
+	Update   map[string]any `bson:"update"`
 }
 
 // Storage names where an org's files go: a configured storage (Type
@@ -85,6 +118,13 @@ type OrgQuotas struct {
 	MaxConcurrentCrawls int   `bson:"maxConcurrentCrawls"`
 	MaxPagesPerCrawl    int   `bson:"maxPagesPerCrawl"`
 	StorageQuota        int64 `bson:"storageQuota"`
+	// MaxExecMinutesPerMonth is the monthly execution-time quota, reset
+	// each calendar month (UTC); ExtraExecMinutes and GiftedExecMinutes
+	// are purchased and granted minutes in total, not per month. Once any
+	// of the three is set, a 0 in another means "none of that kind".
+	MaxExecMinutesPerMonth int64 `bson:"maxExecMinutesPerMonth"`
+	ExtraExecMinutes       int64 `bson:"extraExecMinutes"`
+	GiftedExecMinutes      int64 `bson:"giftedExecMinutes"`
 }
 
 // StorageQuotaReached reports whether the org has a storage quota and its
@@ -145,6 +185,9 @@ type RawCrawlConfig struct {
 	UseSitemap      bool     `bson:"useSitemap"`
 	Logging         *string  `bson:"logging"`
 	Behaviors       *string  `bson:"behaviors"`
+	// SeedFileID names the seed file whose URLs the crawl takes as its
+	// seeds (upstream-2026.md §4.3); Seeds is then empty.
+	SeedFileID *uuid.UUID `bson:"seedFileId,omitempty"`
 }
 
 // CrawlConfig is a workflow: a crawler configuration plus its schedule,
@@ -170,9 +213,18 @@ type CrawlConfig struct {
 	ModifiedBy            uuid.UUID      `bson:"modifiedBy"`
 	Inactive              bool           `bson:"inactive"`
 	Rev                   int            `bson:"rev"`
+	// CrawlerChannel is the crawler channel its crawls run on; workflows
+	// stored before channels existed have none (the default channel).
+	CrawlerChannel string `bson:"crawlerChannel,omitempty"`
+	// ProxyID is the crawler proxy its crawls go through (nil: none, or
+	// the profile's when it has a profile).
+	ProxyID *string `bson:"proxyId"`
 	// FirstSeed is config.seeds[0].url, denormalised by the store so that
-	// lists can filter and sort on it without aggregation.
+	// lists can filter and sort on it without aggregation; for a seed-file
+	// workflow it is the file's first URL.
 	FirstSeed string `bson:"firstSeed"`
+	// SeedCount is len(config.seeds), or the seed file's line count.
+	SeedCount int64 `bson:"seedCount"`
 
 	WorkflowStats `bson:",inline"`
 }
@@ -200,6 +252,10 @@ type LastCrawl struct {
 	LastRun            *time.Time `bson:"lastRun"`
 	IsCrawlRunning     bool       `bson:"isCrawlRunning"`
 	LastCrawlStopping  bool       `bson:"lastCrawlStopping"`
+	// LastCrawlShouldPause and LastCrawlPausedAt are the running crawl's
+	// shouldPause and pausedAt.
+	LastCrawlShouldPause bool       `bson:"lastCrawlShouldPause"`
+	LastCrawlPausedAt    *time.Time `bson:"lastCrawlPausedAt"`
 }
 
 // LastCrawlOf returns the last-crawl fields crawl c gives its workflow:
@@ -221,6 +277,7 @@ func LastCrawlOf(c *Crawl) LastCrawl {
 	}
 	l.LastCrawlSize, l.LastRun = &live, &c.Started
 	l.IsCrawlRunning, l.LastCrawlStopping = true, c.Stopping
+	l.LastCrawlShouldPause, l.LastCrawlPausedAt = c.ShouldPause, c.PausedAt
 	return l
 }
 
@@ -237,6 +294,8 @@ type ConfigRevision struct {
 	Modified     time.Time      `bson:"modified"`
 	ModifiedBy   uuid.UUID      `bson:"modifiedBy"`
 	Rev          int            `bson:"rev"`
+	// CrawlerChannel is "" in revisions of workflows from before channels.
+	CrawlerChannel string `bson:"crawlerChannel,omitempty"`
 }
 
 // CrawlStats are a crawl's page and size counters.
@@ -299,7 +358,20 @@ type Crawl struct {
 	ProfileID     *uuid.UUID     `bson:"profileid"`
 	Manual        bool           `bson:"manual"`
 	Stopping      bool           `bson:"stopping"`
-	// FirstSeed is config.seeds[0].url, set by the store on insert.
+	// ShouldPause is the last pause (true) or resume (false) request;
+	// PausedAt is when the last pause was asked for, null after a resume
+	// (a crawl that ends paused keeps it).
+	ShouldPause bool       `bson:"shouldPause"`
+	PausedAt    *time.Time `bson:"pausedAt"`
+	// CrawlerChannel and Image are the crawl's channel and that channel's
+	// image when the crawl started; crawls from before channels have
+	// neither.
+	CrawlerChannel string `bson:"crawlerChannel,omitempty"`
+	Image          string `bson:"image,omitempty"`
+	// ProxyID is the crawler proxy the crawl went through, if any.
+	ProxyID string `bson:"proxyId,omitempty"`
+	// FirstSeed is config.seeds[0].url, set by the store on insert (the
+	// caller's value for a seed-file crawl).
 	FirstSeed string `bson:"firstSeed"`
 	// Pods holds the operator's view of each pod of the crawl, keyed as the
 	// operator chooses ("redis", "0", "1", ...).
@@ -316,6 +388,17 @@ type Crawl struct {
 	// less often than it changes still see each state it passed through.
 	// Crawls stored before it existed have none until their next change.
 	StateHistory []StateChange `bson:"stateHistory,omitempty"`
+	// PageCounts are set when the crawl ends (or its pages are read
+	// again); until then they are 0.
+	PageCounts `bson:",inline"`
+	// CrawlExecSeconds are the crawler-pod seconds counted for the crawl
+	// (upstream-2026 §6.4); LastExecUpdate (upstream's _lut) is when they
+	// were last counted, the compare-and-set value of ChargeCrawlExec.
+	CrawlExecSeconds int64      `bson:"crawlExecSeconds"`
+	LastExecUpdate   *time.Time `bson:"_lut,omitempty"`
+	// AutoPausedEmailsSent is set once the org's owners were told of the
+	// crawl's automatic pause; a resume clears it.
+	AutoPausedEmailsSent bool `bson:"autoPausedEmailsSent,omitempty"`
 }
 
 // StateChange is one entry of a crawl's state history.
@@ -420,6 +503,9 @@ type Profile struct {
 	Origins     []string    `bson:"origins"`
 	Resource    ProfileFile `bson:"resource"`
 	Created     time.Time   `bson:"created"`
+	// ProxyID is the crawler proxy the profile was made through, which
+	// the crawls using it go through too ("" for none).
+	ProxyID string `bson:"proxyId,omitempty"`
 }
 
 // ProfileFile is a profile's stored file. Filename is the bare name

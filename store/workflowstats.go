@@ -89,7 +89,8 @@ func (m *Mongo) latestCrawl(ctx context.Context, cid uuid.UUID, states []string,
 
 // RecomputeOrgBytesStored sets the org's bytesStored to the total size of
 // the files its crawls and uploads hold in storage, whatever their state,
-// plus its profiles: upstream's canonical definition (its migration
+// plus its profiles and seed files (bytesStoredSeedFiles, their part):
+// upstream's canonical definition (its migration
 // 0015), so the number rises as each file is recorded and falls when it
 // is deleted.
 //
@@ -104,7 +105,11 @@ func (m *Mongo) RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) erro
 		if err != nil {
 			return nil, err
 		}
-		return bson.M{"bytesStored": items + profiles}, nil
+		seedFiles, err := sumField(ctx, m.coll(collFileUploads), bson.M{"oid": oid}, "size")
+		if err != nil {
+			return nil, err
+		}
+		return bson.M{"bytesStored": items + profiles + seedFiles, "bytesStoredSeedFiles": seedFiles}, nil
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/e2e/e2etest"
+	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
@@ -34,6 +35,9 @@ var shared struct {
 	stack *e2etest.Stack
 	dir   string
 	err   error
+	// proxiesFile is the stack's crawler.proxies_file, which holds
+	// sharedProxies at the start.
+	proxiesFile string
 }
 
 // simScale speeds the crawler simulator up five times.
@@ -60,8 +64,24 @@ func sharedStack(t *testing.T) *e2etest.Stack {
 	return shared.stack
 }
 
+// testChannelImage is the image of the shared stack's second crawler
+// channel, "test", which pulls IfNotPresent and speaks the 1.x protocol.
+const testChannelImage = "webrecorder/browsertrix-crawler:edge"
+
+// legacyChannel is the shared stack's channel that speaks the other
+// protocol than the default channel (sandbox.TestCrawlerProtocol), for
+// the protocol matrix.
+const legacyChannel = "legacy"
+
 func startShared() (*e2etest.Stack, string, error) {
-	cfg, err := e2etest.DevConfig(nil)
+	other := k8s.ProtocolV011
+	if sandbox.TestCrawlerProtocol() == k8s.ProtocolV011 {
+		other = k8s.ProtocolV1
+	}
+	cfg, err := e2etest.DevConfig(map[string]any{"crawler.channels": `[
+		{"id": "default", "image": "webrecorder/browsertrix-crawler:latest", "protocol": "` + sandbox.TestCrawlerProtocol() + `"},
+		{"id": "test", "image": "` + testChannelImage + `", "imagePullPolicy": "IfNotPresent", "protocol": "1.x"},
+		{"id": "` + legacyChannel + `", "image": "webrecorder/browsertrix-crawler:0.11.2", "imagePullPolicy": "IfNotPresent", "protocol": "` + other + `"}]`})
 	if err != nil {
 		return nil, "", err
 	}
@@ -69,6 +89,13 @@ func startShared() (*e2etest.Stack, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("creating the stack's folder: %w", err)
 	}
+	// The proxies file, as the chart mounts it; TestCrawlerProxies
+	// rewrites it.
+	shared.proxiesFile = filepath.Join(dir, "crawler_proxies.json")
+	if err := os.WriteFile(shared.proxiesFile, []byte(sharedProxies), 0o600); err != nil {
+		return nil, dir, fmt.Errorf("writing the proxies file: %w", err)
+	}
+	cfg.Set("crawler.proxies_file", shared.proxiesFile)
 	logf, err := os.Create(filepath.Join(dir, "trawler.log"))
 	if err != nil {
 		return nil, dir, fmt.Errorf("creating trawler's log: %w", err)
@@ -76,7 +103,8 @@ func startShared() (*e2etest.Stack, string, error) {
 	stack, err := e2etest.StartStack(cfg, dir, sandbox.Options{
 		Nodes:          kubelet.Nodes{Count: 2},
 		RestartBackoff: kubelet.Backoff{Initial: 200 * time.Millisecond, Max: time.Second},
-		Programs: map[string]kubelet.Program{cfg.GetString("crawler.image"): crawlersim.Program(func(o *crawlersim.Options) {
+		// Every tag of the crawler image runs the simulator.
+		Programs: map[string]kubelet.Program{crawlersim.Image: crawlersim.Program(func(o *crawlersim.Options) {
 			o.TimeScale = simScale
 		})},
 	}, slog.New(slog.NewTextHandler(logf, nil)))

@@ -14,8 +14,9 @@ import (
 )
 
 // DevConfig is the configuration `trawler dev` runs with (the settings'
-// defaults, then devstack.Defaults), with the API on a free port and
-// overrides set on top.
+// defaults, then devstack.Defaults, the default crawler channel speaking
+// the protocol sandbox.TestCrawlerProtocol chooses), with the API on a
+// free port and overrides set on top.
 func DevConfig(overrides map[string]any) (*viper.Viper, error) {
 	v, err := app.LoadConfig("", pflag.NewFlagSet("e2e", pflag.ContinueOnError))
 	if err != nil {
@@ -24,6 +25,7 @@ func DevConfig(overrides map[string]any) (*viper.Viper, error) {
 	for key, value := range devstack.Defaults {
 		v.SetDefault(key, value)
 	}
+	v.SetDefault("crawler.channels", devstack.Channels(sandbox.TestCrawlerProtocol()))
 	v.Set("api.listen", "127.0.0.1:0")
 	for key, value := range overrides {
 		v.Set(key, value)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/trawlerhq/trawler/app"
+	"github.com/trawlerhq/trawler/k8s"
 )
 
 // No Docker engine runs where the tests run, so the compose setup is
@@ -112,6 +113,12 @@ func TestComposeOnKind(t *testing.T) {
 		if strings.HasPrefix(k, "TRAWLER_") && !known[k] {
 			t.Errorf("trawler env %s is no configuration key", k)
 		}
+	}
+
+	// The channels are a list trawler accepts, default among them.
+	var channels k8s.CrawlerChannels
+	if err := json.Unmarshal([]byte(env["TRAWLER_CRAWLER_CHANNELS"]), &channels); err != nil || channels.Validate() != nil {
+		t.Errorf("TRAWLER_CRAWLER_CHANNELS %q: %v, %v", env["TRAWLER_CRAWLER_CHANNELS"], err, channels.Validate())
 	}
 
 	// The API listens on a port the node publishes on the host.

@@ -68,13 +68,25 @@ func (a *archive) logFile() (*os.File, error) {
 	return f, nil
 }
 
+// Load states of pages.jsonl, as the crawler numbers them: an error
+// status ends the page's load once its content is in.
+const (
+	loadStateContentLoaded = 1
+	loadStateBehaviorsDone = 4
+)
+
 // record appends one page, with the subresources of its origin not yet
 // in the collection, to the worker's WARC file, indexes them and adds the
-// page to pages.jsonl.
+// page to pages.jsonl. An error page embeds nothing.
 func (a *archive) record(worker int, pg warcPage) error {
 	path := filepath.Join(a.archiveDir(), fmt.Sprintf("rec-%s-%s-%d.warc.gz", a.session, a.hostname, worker))
 	pg.id = fmt.Sprintf("%s/%s/%d/%d", a.hostname, a.session, a.run, a.pages.Add(1))
-	entries, err := appendPage(path, pg, a.uncaptured(pg.fetched()))
+	var subs []capture
+	loadState := loadStateContentLoaded
+	if pg.status == 0 {
+		subs, loadState = a.uncaptured(pg.fetched()), loadStateBehaviorsDone
+	}
+	entries, err := appendPage(path, pg, subs)
 	if err != nil {
 		return err
 	}
@@ -92,7 +104,7 @@ func (a *archive) record(worker int, pg warcPage) error {
 		TS        string `json:"ts"`
 		Title     string `json:"title"`
 		LoadState int    `json:"loadState"`
-	}{pageID(pg.url), pg.url, isoTime(pg.date), pg.title, 4})
+	}{pageID(pg.url), pg.url, isoTime(pg.date), pg.title, loadState})
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,7 @@ var booleanOptions = map[string]bool{
 	"waitOnDone": true, "text": true, "headless": true, "combineWARC": true,
 	"generateCDX": true, "blockAds": true, "overwrite": true, "screenshot": true,
 	"allowHashUrls": true, "failOnFailedSeed": true,
+	"writePagesToRedis": true, "logBehaviorsToRedis": true,
 	"sim.fatalAtStart": true, "sim.redisUnreachable": true, "sim.ignoreSigterm": true,
 }
 

@@ -116,6 +116,8 @@ func TestParamErrors(t *testing.T) {
 		{"unknown knob", map[string]any{"seeds": []any{"https://x/"}, "sim.nope": "1"}, "unknown simulator option"},
 		{"bad knob value", map[string]any{"seeds": []any{"https://x/"}, "sim.pages": "many"}, "sim.pages"},
 		{"bad time scale", map[string]any{"seeds": []any{"https://x/"}, "sim.timeScale": "0"}, "timeScale"},
+		{"status not an error", map[string]any{"seeds": []any{"https://x/"}, "sim.httpStatus": "302"}, "not an error status"},
+		{"bad status pattern", map[string]any{"seeds": []any{"https://x/"}, "sim.statusUrlRx": "("}, "sim.statusUrlRx"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := newParams(tc.opts, nil, "h", "1")
@@ -145,12 +147,20 @@ func TestKnobDocs(t *testing.T) {
 }
 
 func TestSeedKnobs(t *testing.T) {
-	def := siteKnobs{pages: 20, links: 3, pageMs: 100, bytes: 50000}
-	got, bad := seedKnobs(def, "https://x/?sim-pages=5&sim-links=2&sim-page-ms=7.5&sim-fail=0.25&sim-bytes=9")
-	if want := (siteKnobs{pages: 5, links: 2, pageMs: 7.5, fail: 0.25, bytes: 9}); got != want || bad != nil {
-		t.Errorf("seedKnobs = %+v %v, want %+v", got, bad, want)
+	def := siteKnobs{pages: 20, links: 3, pageMs: 100, bytes: 50000, httpStatus: 500, urlStatus: 404}
+	got, bad := seedKnobs(def, "https://x/?sim-pages=5&sim-links=2&sim-page-ms=7.5&sim-fail=0.25&sim-bytes=9"+
+		"&sim-http-error=0.3&sim-http-status=502&sim-status-rx=%2Fsim%2F1%24&sim-url-status=410&sim-noise=0.5")
+	if got.statusURL == nil || got.statusURL.String() != "/sim/1$" || bad != nil {
+		t.Fatalf("seedKnobs = %+v %v, want the pattern /sim/1$", got, bad)
 	}
-	if got, bad := seedKnobs(def, "https://x/?sim-pages=lots"); got != def || len(bad) != 1 {
-		t.Errorf("bad parameter: %+v %v, want defaults and one complaint", got, bad)
+	got.statusURL = nil
+	want := siteKnobs{pages: 5, links: 2, pageMs: 7.5, fail: 0.25, bytes: 9, httpError: 0.3, httpStatus: 502, urlStatus: 410, noise: 0.5}
+	if got != want {
+		t.Errorf("seedKnobs = %+v, want %+v", got, want)
+	}
+	for _, query := range []string{"sim-pages=lots", "sim-http-status=200", "sim-url-status=abc", "sim-status-rx=%28"} {
+		if got, bad := seedKnobs(def, "https://x/?sim-links=2&"+query); got != def || len(bad) != 1 {
+			t.Errorf("%s: %+v %v, want defaults and one complaint", query, got, bad)
+		}
 	}
 }

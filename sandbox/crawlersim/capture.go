@@ -3,6 +3,7 @@ package crawlersim
 import (
 	"bytes"
 	"fmt"
+	"net/http"
 	"net/url"
 	"time"
 )
@@ -14,6 +15,15 @@ type capture struct {
 	referer string // the page that embeds it, "" for a page itself
 	mime    string
 	body    []byte
+	status  int // the HTTP status, 0 for 200 OK
+}
+
+// code is the HTTP status of the response.
+func (c capture) code() int {
+	if c.status == 0 {
+		return http.StatusOK
+	}
+	return c.status
 }
 
 func (c capture) requestRecord(id, concurrentTo string, date time.Time) ([]byte, error) {
@@ -34,7 +44,7 @@ func (c capture) requestRecord(id, concurrentTo string, date time.Time) ([]byte,
 
 // responseRecord also returns the payload digest, for the index.
 func (c capture) responseRecord(id string, date time.Time) ([]byte, string) {
-	head := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n", c.mime, len(c.body))
+	head := fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n", c.code(), http.StatusText(c.code()), c.mime, len(c.body))
 	digest := sha1Digest(c.body)
 	return warcRecord([]warcField{
 		{"WARC-Type", "response"}, {"WARC-Record-ID", id}, {"WARC-Date", date.UTC().Format(warcDate)},
@@ -64,5 +74,5 @@ func (c capture) appendTo(w *bytes.Buffer, key string, date time.Time) (cdxEntry
 }
 
 func (c capture) entry(date time.Time, digest string, offset, length int64) cdxEntry {
-	return cdxEntry{TS: date.UTC().Format("20060102150405"), URL: c.url, Mime: c.mime, Digest: digest, Offset: offset, Length: length}
+	return cdxEntry{TS: date.UTC().Format("20060102150405"), URL: c.url, Mime: c.mime, Status: c.code(), Digest: digest, Offset: offset, Length: length}
 }

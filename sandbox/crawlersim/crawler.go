@@ -98,7 +98,11 @@ func (p *process) parseParams() (*params, error) {
 			return nil, err
 		}
 	}
-	return newParams(mergeOptions(cli, file), p.opts.Env, p.opts.Hostname, tsDigits(p.opts.Now()))
+	opts, err := p.withSeedFile(mergeOptions(cli, file))
+	if err != nil {
+		return nil, err
+	}
+	return newParams(opts, p.opts.Env, p.opts.Hostname, tsDigits(p.opts.Now()))
 }
 
 // connect opens the crawl state, retrying every second until Redis
@@ -175,6 +179,10 @@ func (p *process) run() int {
 	if errors.Is(err, errExited) || p.ctx.Err() != nil {
 		return 0 // exit already called; its code stands
 	}
+	if errors.Is(err, errCanceled) {
+		p.log.info("general", "Crawl canceled, exiting without uploading", nil)
+		return 0
+	}
 	status, code := statusDone, 0
 	if err != nil {
 		p.log.error("general", "Crawl failed", exception(err))
@@ -195,6 +203,12 @@ func (p *process) run() int {
 		interrupted, _, _ := p.flags()
 		if !finished && !stopped && interrupted {
 			status, code = statusInterrupted, 11
+			if p.isPaused() {
+				if err := p.finishPause(); err != nil {
+					return p.unhandled(err)
+				}
+				code = 0
+			}
 		}
 	}
 	p.log.info("general", "Final crawl status: "+status, nil)
@@ -219,6 +233,12 @@ func (p *process) unhandled(err error) int {
 // package only, or do nothing), then runs the workers and post-crawl.
 func (p *process) crawl() error {
 	st := p.state
+	if err := p.checkCanceled(); err != nil {
+		return err
+	}
+	if err := p.startWACZ(); err != nil {
+		return err
+	}
 	if n, err := st.unlockOwn(); err != nil {
 		return err
 	} else if n > 0 {
@@ -296,9 +316,12 @@ func (p *process) crawl() error {
 // interruption meant to be resumed), or when a limit asks to upload and
 // free the disk.
 func (p *process) postCrawl() error {
+	if err := p.checkCanceled(); err != nil {
+		return err
+	}
 	p.log.info("general", "Crawling done", nil)
 	interrupted, finalExit, uploadAndDelete := p.flags()
-	if p.p.generateWACZ && (!interrupted || finalExit || uploadAndDelete) {
+	if p.p.generateWACZ && (!interrupted || finalExit || uploadAndDelete) && !p.pausedWithNothing() {
 		uploaded, err := p.generateWACZ()
 		if err != nil {
 			return err
@@ -384,7 +407,10 @@ func (p *process) generateWACZ() (bool, error) {
 	if err := st.setStatus(statusUploading); err != nil {
 		return false, err
 	}
-	target := interpolateFilename(p.store.template, p.opts.Now(), p.opts.Hostname, p.p.crawlID)
+	target := p.waczTarget
+	if target == "" {
+		target = interpolateFilename(p.store.template, p.opts.Now(), p.opts.Hostname, p.p.crawlID)
+	}
 	if err := p.sleep(p.p.sim.uploadTime); err != nil {
 		return false, err
 	}

@@ -25,6 +25,7 @@ type cdxEntry struct {
 	TS     string `json:"ts"`
 	URL    string `json:"url"`
 	Mime   string `json:"mime"`
+	Status int    `json:"status"`
 	Digest string `json:"digest"`
 	Offset int64  `json:"offset"`
 	Length int64  `json:"length"`
@@ -42,7 +43,7 @@ func (e cdxEntry) line(filename string, shift int64) (string, error) {
 		Length   string `json:"length"`
 		Offset   string `json:"offset"`
 		Filename string `json:"filename"`
-	}{e.URL, e.Mime, "200", e.Digest, strconv.FormatInt(e.Length, 10), strconv.FormatInt(e.Offset+shift, 10), filename})
+	}{e.URL, e.Mime, strconv.Itoa(e.Status), e.Digest, strconv.FormatInt(e.Length, 10), strconv.FormatInt(e.Offset+shift, 10), filename})
 	if err != nil {
 		return "", err
 	}

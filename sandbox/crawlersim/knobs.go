@@ -17,6 +17,12 @@ type siteKnobs struct {
 	pageMs float64 // unscaled milliseconds per page
 	fail   float64 // fraction of pages that fail to load
 	bytes  int64   // archive bytes per successful page
+
+	httpError  float64        // fraction of pages that answer httpStatus
+	httpStatus int            // HTTP error status of those pages
+	statusURL  *regexp.Regexp // pages that answer urlStatus
+	urlStatus  int            // HTTP error status of the statusURL pages
+	noise      float64        // fraction of loaded pages that log a non-fatal line
 }
 
 // knobs are the simulator's own settings and injected faults.
@@ -52,10 +58,9 @@ type knobDef struct {
 	set             func(k *knobs, v string) error
 }
 
-// knobTable lists every --sim.* option. The seed-URL query parameters
-// sim-pages, sim-links, sim-page-ms, sim-fail and sim-bytes override the
-// first five per seed. doc.go documents the same table (a test keeps them
-// in step).
+// knobTable lists every --sim.* option. The site knobs come first: the
+// seed-URL query parameters of seedParams override them per seed. doc.go
+// documents the same table (a test keeps them in step).
 var knobTable = []knobDef{
 	{"sim.pages", "20", "pages in each seed's synthetic site (seed query: sim-pages)", intKnob(func(k *knobs) *int { return &k.site.pages })},
 	{"sim.links", "3", "child links per page (seed query: sim-links)", intKnob(func(k *knobs) *int { return &k.site.links })},
@@ -66,6 +71,11 @@ var knobTable = []knobDef{
 		k.site.bytes = n
 		return err
 	}},
+	{"sim.httpError", "0", "fraction of pages that answer with sim.httpStatus, chosen by URL hash (seed query: sim-http-error)", floatKnob(func(k *knobs) *float64 { return &k.site.httpError })},
+	{"sim.httpStatus", "500", "HTTP error status (400-599) of the sim.httpError pages (seed query: sim-http-status)", statusKnob(func(k *knobs) *int { return &k.site.httpStatus })},
+	{"sim.statusUrlRx", "", "pages whose URL matches answer with sim.urlStatus (seed query: sim-status-rx)", rxKnob(func(k *knobs) **regexp.Regexp { return &k.site.statusURL })},
+	{"sim.urlStatus", "404", "HTTP error status (400-599) of the sim.statusUrlRx pages (seed query: sim-url-status)", statusKnob(func(k *knobs) *int { return &k.site.urlStatus })},
+	{"sim.noise", "0", "fraction of loaded pages that log one of the crawler's non-fatal error or warning lines, chosen by URL hash (seed query: sim-noise)", floatKnob(func(k *knobs) *float64 { return &k.site.noise })},
 	{"sim.timeScale", "1", "multiplies every duration: sim phases, page times, polls, limits, lock and failcount TTLs", floatKnob(func(k *knobs) *float64 { return &k.timeScale })},
 	{"sim.pageJitter", "0.3", "page time varies by up to ± this fraction, fixed per URL", floatKnob(func(k *knobs) *float64 { return &k.pageJitter })},
 	{"sim.outlinks", "1", "links per page that leave the seed's prefix (same host, subdomain, other site, in turn)", intKnob(func(k *knobs) *int { return &k.outlinks })},
@@ -87,7 +97,7 @@ var knobTable = []knobDef{
 	{"sim.fatalAtStart", "false", "exit 17 right after parsing arguments", boolKnob(func(k *knobs) *bool { return &k.fatalAtStart })},
 	{"sim.redisUnreachable", "false", "never manage to connect to Redis (waits forever, like a missing Redis pod)", boolKnob(func(k *knobs) *bool { return &k.redisUnreachable })},
 	{"sim.ignoreSigterm", "false", "only log signals, so the grace period runs out and the kubelet kills", boolKnob(func(k *knobs) *bool { return &k.ignoreSigterm })},
-	{"sim.exitAtPage", "0", "die during the Nth page of this process (lock left held, no status write) with sim.exitCode", intKnob(func(k *knobs) *int { return &k.exitAtPage })},
+	{"sim.exitAtPage", "0", "die with sim.exitCode once the Nth page of this process loaded and logged, before it is recorded (lock left held, no status write)", intKnob(func(k *knobs) *int { return &k.exitAtPage })},
 	{"sim.exitCode", "1", "exit code for sim.exitAtPage", intKnob(func(k *knobs) *int { return &k.exitCode })},
 	{"sim.throwAtPage", "0", "throw from the crawl after the Nth page: failing/failed, exit 9", intKnob(func(k *knobs) *int { return &k.throwAtPage })},
 	{"sim.fatalAtPage", "0", "logger.fatal during the Nth page: exit 17, no status write", intKnob(func(k *knobs) *int { return &k.fatalAtPage })},
@@ -124,8 +134,27 @@ func parseKnobs(opts map[string]any) (knobs, error) {
 	return k, nil
 }
 
+// seedParams are the seed-URL query parameters, each setting one site
+// knob the way its --sim.* option does.
+var seedParams = []struct {
+	name string
+	set  func(k *siteKnobs, v string) error
+}{
+	{"sim-pages", func(k *siteKnobs, v string) (err error) { k.pages, err = strconv.Atoi(v); return }},
+	{"sim-links", func(k *siteKnobs, v string) (err error) { k.links, err = strconv.Atoi(v); return }},
+	{"sim-page-ms", func(k *siteKnobs, v string) (err error) { k.pageMs, err = strconv.ParseFloat(v, 64); return }},
+	{"sim-fail", func(k *siteKnobs, v string) (err error) { k.fail, err = strconv.ParseFloat(v, 64); return }},
+	{"sim-bytes", func(k *siteKnobs, v string) (err error) { k.bytes, err = strconv.ParseInt(v, 10, 64); return }},
+	{"sim-http-error", func(k *siteKnobs, v string) (err error) { k.httpError, err = strconv.ParseFloat(v, 64); return }},
+	{"sim-http-status", func(k *siteKnobs, v string) (err error) { k.httpStatus, err = parseStatus(v); return }},
+	{"sim-status-rx", func(k *siteKnobs, v string) (err error) { k.statusURL, err = regexp.Compile(v); return }},
+	{"sim-url-status", func(k *siteKnobs, v string) (err error) { k.urlStatus, err = parseStatus(v); return }},
+	{"sim-noise", func(k *siteKnobs, v string) (err error) { k.noise, err = strconv.ParseFloat(v, 64); return }},
+}
+
 // seedKnobs overrides the site defaults with the seed URL's sim-* query
-// parameters; unparsable values are reported and ignored.
+// parameters. Unusable values are reported, and then the seed keeps the
+// defaults, all of them.
 func seedKnobs(def siteKnobs, seedURL string) (siteKnobs, []string) {
 	u, err := url.Parse(seedURL)
 	if err != nil {
@@ -133,19 +162,14 @@ func seedKnobs(def siteKnobs, seedURL string) (siteKnobs, []string) {
 	}
 	q := u.Query()
 	var bad []string
-	parse := func(name string, apply func(string) error) {
-		if v := q.Get(name); v != "" {
-			if err := apply(v); err != nil {
-				bad = append(bad, name+"="+v)
+	k := def
+	for _, p := range seedParams {
+		if v := q.Get(p.name); v != "" {
+			if err := p.set(&k, v); err != nil {
+				bad = append(bad, p.name+"="+v)
 			}
 		}
 	}
-	k := def
-	parse("sim-pages", func(v string) (err error) { k.pages, err = strconv.Atoi(v); return })
-	parse("sim-links", func(v string) (err error) { k.links, err = strconv.Atoi(v); return })
-	parse("sim-page-ms", func(v string) (err error) { k.pageMs, err = strconv.ParseFloat(v, 64); return })
-	parse("sim-fail", func(v string) (err error) { k.fail, err = strconv.ParseFloat(v, 64); return })
-	parse("sim-bytes", func(v string) (err error) { k.bytes, err = strconv.ParseInt(v, 10, 64); return })
 	if len(bad) > 0 {
 		return def, bad
 	}
@@ -158,6 +182,23 @@ func intKnob(field func(*knobs) *int) func(*knobs, string) error {
 
 func floatKnob(field func(*knobs) *float64) func(*knobs, string) error {
 	return func(k *knobs, v string) (err error) { *field(k), err = strconv.ParseFloat(v, 64); return }
+}
+
+// statusKnob takes an HTTP error status: the simulator's error pages
+// are client or server errors, never a redirect.
+func statusKnob(field func(*knobs) *int) func(*knobs, string) error {
+	return func(k *knobs, v string) (err error) { *field(k), err = parseStatus(v); return }
+}
+
+func parseStatus(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("HTTP status %q: %w", v, err)
+	}
+	if n < 400 || n > 599 {
+		return 0, fmt.Errorf("HTTP status %d is not an error status (400-599)", n)
+	}
+	return n, nil
 }
 
 func boolKnob(field func(*knobs) *bool) func(*knobs, string) error {

@@ -51,8 +51,27 @@ func (l *logger) setRedisSink(sink func(line string)) {
 func (l *logger) log(level, context, message string, details map[string]any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if line, ok := l.writeLocked(level, context, message, details); ok {
+		l.toRedis(line)
+	}
+}
+
+// pageLine writes a line about a page at once, but returns a line that
+// belongs in <id>:e (ok) instead of pushing it: the page's mark as
+// finished or failed pushes it in the same step, so a crawler that dies
+// half-way through a page, and crawls it again after its restart, leaves
+// the page's lines in <id>:e once.
+func (l *logger) pageLine(level, context, message string, details map[string]any) (line string, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writeLocked(level, context, message, details)
+}
+
+// writeLocked writes one line to stdout and the log file, and returns it
+// when it is also for <id>:e.
+func (l *logger) writeLocked(level, context, message string, details map[string]any) (string, bool) {
 	if level == levelDebug && !l.debug {
-		return
+		return "", false
 	}
 	if details == nil {
 		details = map[string]any{}
@@ -66,9 +85,7 @@ func (l *logger) log(level, context, message string, details map[string]any) {
 	if l.file != nil {
 		_, _ = l.file.Write(append(data, '\n'))
 	}
-	if l.toRedis != nil && (level == levelError || level == levelFatal) {
-		l.toRedis(string(data))
-	}
+	return string(data), l.toRedis != nil && (level == levelError || level == levelFatal)
 }
 
 func (l *logger) debugf(context, message string, details map[string]any) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"html"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -18,13 +19,15 @@ import (
 // page. The file's warcinfo record is put in front when the WACZ is
 // built, so that it does not count against a page.
 
-// warcPage is one successfully loaded page.
+// warcPage is one page that answered: it loaded, or it is the error page
+// of its HTTP error status, which embeds nothing and is not padded.
 type warcPage struct {
-	url   string // as queued; a fragment is not part of what is fetched
-	title string
-	links []string
-	date  time.Time
-	bytes int64 // what the page adds to its WARC file
+	url    string // as queued; a fragment is not part of what is fetched
+	title  string
+	links  []string
+	date   time.Time
+	bytes  int64 // what the page adds to its WARC file
+	status int   // the HTTP error status it answered with, 0 for 200 OK
 	// id names the page's records uniquely and reproducibly (a fixed
 	// clock gives the same WARC bytes); recordID derives their ids.
 	id string
@@ -90,6 +93,10 @@ func appendPage(path string, pg warcPage, subs []capture) ([]cdxEntry, error) {
 func pageHTML(pg warcPage, padding int) []byte {
 	var b bytes.Buffer
 	title := html.EscapeString(pg.title)
+	if pg.status != 0 {
+		fmt.Fprintf(&b, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>%s</title></head>\n<body><h1>%[1]s</h1></body></html>\n", title)
+		return b.Bytes()
+	}
 	fmt.Fprintf(&b, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>%s</title>\n<link rel=\"icon\" href=\"%simage.png\">\n", title, staticPrefix)
 	fmt.Fprintf(&b, "<link rel=\"stylesheet\" href=\"%sstyle.css\"></head>\n", staticPrefix)
 	fmt.Fprintf(&b, "<body><h1>%s</h1>\n<img src=\"%simage.png\" alt=\"\" width=\"48\" height=\"48\">\n", title, staticPrefix)
@@ -114,7 +121,7 @@ func fittedResponse(pg warcPage, id string, want int64) ([]byte, cdxEntry, error
 	var digest string
 	member := func(padding, extra int) ([]byte, error) {
 		var buf bytes.Buffer
-		rec, d := capture{url: pg.fetched(), mime: "text/html", body: pageHTML(pg, padding)}.responseRecord(id, pg.date)
+		rec, d := capture{url: pg.fetched(), mime: "text/html", body: pageHTML(pg, padding), status: pg.status}.responseRecord(id, pg.date)
 		digest = d
 		err := gzipMember(&buf, rec, extra)
 		return buf.Bytes(), err
@@ -123,7 +130,7 @@ func fittedResponse(pg warcPage, id string, want int64) ([]byte, cdxEntry, error
 		if err != nil {
 			return nil, cdxEntry{}, err
 		}
-		return out, capture{url: pg.fetched(), mime: "text/html"}.entry(pg.date, digest, 0, int64(len(out))), nil
+		return out, capture{url: pg.fetched(), mime: "text/html", status: pg.status}.entry(pg.date, digest, 0, int64(len(out))), nil
 	}
 	out, err := member(0, 0)
 	if err != nil || int64(len(out)) >= want {
@@ -148,3 +155,7 @@ func fittedResponse(pg warcPage, id string, want int64) ([]byte, cdxEntry, error
 	}
 	return nil, cdxEntry{}, fmt.Errorf("could not fit the response of %s into %d bytes", pg.url, want)
 }
+
+// errorTitle is the title of the error page of an HTTP status, its status
+// line as servers word it.
+func errorTitle(status int) string { return fmt.Sprintf("%d %s", status, http.StatusText(status)) }

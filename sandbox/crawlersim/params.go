@@ -22,14 +22,21 @@ type params struct {
 	generateWACZ     bool
 	collection       string
 	logErrorsToRedis bool
-	restartsOnError  bool
-	waitOnDone       bool
-	debugLogging     bool
-	maxPageTime      float64 // seconds: the pending-lock lease
-	healthCheckPort  int
-	profile          string // --profile: "@<key>" in storage, or a local file
-	sim              knobs
-	seedWarnings     []string // invalid seeds skipped and bad sim-* parameters
+	// protocolV1 is set by the flags only crawler 1.x knows
+	// (--writePagesToRedis, --logBehaviorsToRedis), which the operator
+	// passes to 1.x channels only.
+	protocolV1        bool
+	writePagesToRedis bool
+	restartsOnError   bool
+	waitOnDone        bool
+	debugLogging      bool
+	maxPageTime       float64 // seconds: the pending-lock lease
+	pageLoadTimeout   float64 // seconds, named in the lines of a slow page
+	behaviorTimeout   float64 // seconds, named in the lines of a slow behaviour
+	healthCheckPort   int
+	profile           string // --profile: "@<key>" in storage, or a local file
+	sim               knobs
+	seedWarnings      []string // invalid seeds skipped and bad sim-* parameters
 }
 
 // validCollection is the crawler's rule for collection names.
@@ -47,19 +54,21 @@ const (
 // argument-time logger.fatal (exit 17, Redis untouched).
 func newParams(opts map[string]any, env map[string]string, hostname, ts string) (*params, error) {
 	p := &params{
-		crawlID:          optString(opts, "crawlId", ""),
-		redisURL:         optString(opts, "redisStoreUrl", "redis://localhost:6379/0"),
-		workers:          int(optNumber(opts, "workers", 1)),
-		sizeLimit:        int64(optNumber(opts, "sizeLimit", 0)),
-		timeLimit:        optNumber(opts, "timeLimit", 0),
-		generateWACZ:     optBool(opts, "generateWACZ"),
-		collection:       strings.Replace(optString(opts, "collection", "crawl-@ts"), "@ts", ts, 1),
-		logErrorsToRedis: optBool(opts, "logErrorsToRedis"),
-		restartsOnError:  optBool(opts, "restartsOnError"),
-		waitOnDone:       optBool(opts, "waitOnDone"),
-		healthCheckPort:  int(optNumber(opts, "healthCheckPort", 0)),
-		profile:          optString(opts, "profile", ""),
+		crawlID:           optString(opts, "crawlId", ""),
+		redisURL:          optString(opts, "redisStoreUrl", "redis://localhost:6379/0"),
+		workers:           int(optNumber(opts, "workers", 1)),
+		sizeLimit:         int64(optNumber(opts, "sizeLimit", 0)),
+		timeLimit:         optNumber(opts, "timeLimit", 0),
+		generateWACZ:      optBool(opts, "generateWACZ"),
+		collection:        strings.Replace(optString(opts, "collection", "crawl-@ts"), "@ts", ts, 1),
+		logErrorsToRedis:  optBool(opts, "logErrorsToRedis"),
+		writePagesToRedis: optBool(opts, "writePagesToRedis"),
+		restartsOnError:   optBool(opts, "restartsOnError"),
+		waitOnDone:        optBool(opts, "waitOnDone"),
+		healthCheckPort:   int(optNumber(opts, "healthCheckPort", 0)),
+		profile:           optString(opts, "profile", ""),
 	}
+	p.protocolV1 = p.writePagesToRedis || optBool(opts, "logBehaviorsToRedis")
 	if p.crawlID == "" {
 		p.crawlID = env["CRAWL_ID"]
 	}
@@ -75,8 +84,9 @@ func newParams(opts map[string]any, env map[string]string, hostname, ts string) 
 		}
 	}
 	p.pageLimit = effectiveLimit(int(optNumber(opts, "pageLimit", 0)), int(optNumber(opts, "maxPageLimit", 0)))
-	p.maxPageTime = optNumber(opts, "pageLoadTimeout", 90) + optNumber(opts, "behaviorTimeout", 90) +
-		2*fetchTimeout + 2*pageOpTimeout + optNumber(opts, "pageExtraDelay", 0)
+	p.pageLoadTimeout = optNumber(opts, "pageLoadTimeout", 90)
+	p.behaviorTimeout = optNumber(opts, "behaviorTimeout", 90)
+	p.maxPageTime = p.pageLoadTimeout + p.behaviorTimeout + 2*fetchTimeout + 2*pageOpTimeout + optNumber(opts, "pageExtraDelay", 0)
 	if !validCollection.MatchString(p.collection) {
 		return nil, fmt.Errorf("invalid collection name %q: only letters, digits, _ and - are allowed", p.collection)
 	}
@@ -94,7 +104,7 @@ func newParams(opts map[string]any, env map[string]string, hostname, ts string) 
 		var bad []string
 		s.site, bad = seedKnobs(sim.site, s.url)
 		for _, b := range bad {
-			p.seedWarnings = append(p.seedWarnings, fmt.Sprintf("seed %q: ignoring sim parameters, %s is not a number", s.url, b))
+			p.seedWarnings = append(p.seedWarnings, fmt.Sprintf("seed %q: ignoring sim parameters, %s is not a usable value", s.url, b))
 		}
 		p.seeds = append(p.seeds, s)
 	}

@@ -87,10 +87,15 @@ type process struct {
 	interrupted      bool
 	finalExit        bool
 	uploadAndDelete  bool
+	paused           bool // <id>:paused read: upload, report interrupted, exit 0 (pause.go)
 	exitOnRedisError bool
 	waitingDone      bool // --waitOnDone: done and waiting for a signal
 	frozen           bool
 	lastSignal       time.Time
+
+	// waczTarget is the name a 1.x session's WACZ is uploaded under,
+	// fixed when the session starts (see startWACZ).
+	waczTarget string
 
 	pagesStarted atomic.Int64
 	limitHit     atomic.Bool

@@ -59,12 +59,16 @@ if json then
 end
 return 0`)
 
-	// KEYS p d; ARGV url.
+	// KEYS p d e; ARGV url, then the page's error lines. The lines go to
+	// :e only while the page is still pending: a page queued again after
+	// its lock expired logs them when it is crawled again.
 	finishScript = redis.NewScript(`
-redis.call('hdel', KEYS[1], ARGV[1])
+if redis.call('hdel', KEYS[1], ARGV[1]) == 1 then
+  for i = 2, #ARGV do redis.call('lpush', KEYS[3], ARGV[i]) end
+end
 return redis.call('incr', KEYS[2])`)
 
-	// KEYS p f d; ARGV url.
+	// KEYS p f d e; ARGV url, then the page's error lines (as above).
 	failScript = redis.NewScript(`
 local json = redis.call('hget', KEYS[1], ARGV[1])
 if json then
@@ -72,6 +76,7 @@ if json then
   data['failed'] = '1'
   redis.call('lpush', KEYS[2], cjson.encode(data))
   redis.call('hdel', KEYS[1], ARGV[1])
+  for i = 2, #ARGV do redis.call('lpush', KEYS[4], ARGV[i]) end
 end
 return redis.call('incr', KEYS[3])`)
 
@@ -159,16 +164,28 @@ func (c *crawlState) markStarted(url, started string) error {
 	})
 }
 
-func (c *crawlState) markFinished(url string) error {
+// markFinished counts a page done and pushes its error lines (newest
+// last) in the same step.
+func (c *crawlState) markFinished(url string, errLines []string) error {
 	return c.do(func(ctx context.Context) error {
-		return finishScript.Run(ctx, c.rdb, []string{c.k("p"), c.k("d")}, url).Err()
+		return finishScript.Run(ctx, c.rdb, []string{c.k("p"), c.k("d"), c.k("e")}, scriptArgs(url, errLines)...).Err()
 	})
 }
 
-func (c *crawlState) markFailed(url string) error {
+// markFailed counts a page done and failed and pushes its error lines in
+// the same step.
+func (c *crawlState) markFailed(url string, errLines []string) error {
 	return c.do(func(ctx context.Context) error {
-		return failScript.Run(ctx, c.rdb, []string{c.k("p"), c.k("f"), c.k("d")}, url).Err()
+		return failScript.Run(ctx, c.rdb, []string{c.k("p"), c.k("f"), c.k("d"), c.k("e")}, scriptArgs(url, errLines)...).Err()
 	})
+}
+
+func scriptArgs(url string, lines []string) []any {
+	args := []any{url}
+	for _, l := range lines {
+		args = append(args, l)
+	}
+	return args
 }
 
 // unlockOwn releases the pending locks a previous run of this instance

@@ -20,9 +20,10 @@ import (
 //	subdomain of the seed's host   <scheme>://sim-sub.<host>/<k>/<j>
 //	another site                   https://sim-ext.invalid/<k>/<j>
 //
-// Pages outside the site are leaves. Everything, including which pages fail
-// and how long each takes, is a pure function of the URL and the seed's
-// knobs: the same seed always gives the same web.
+// Pages outside the site are leaves. Everything, including which pages fail,
+// which answer with an HTTP error, which log a non-fatal line and how long
+// each takes, is a pure function of the URL and the seed's knobs: the same
+// seed always gives the same web.
 
 // simPage is what "loading" a URL yields.
 type simPage struct {
@@ -31,6 +32,8 @@ type simPage struct {
 	fails    bool
 	hangs    bool
 	bytes    int64
+	status   int // the HTTP error status the page answers with, 0 for 200 OK
+	noise    int // the index in noiseLines of the line the page logs, -1 for none
 }
 
 // load returns the synthetic page at u, found through this seed.
@@ -40,6 +43,16 @@ func (s *scopedSeed) load(u string, k *knobs) simPage {
 		fails:    urlFraction("fail", u) < s.site.fail || (k.failURL != nil && k.failURL.MatchString(u)),
 		hangs:    k.hangURL != nil && k.hangURL.MatchString(u),
 		bytes:    s.site.bytes,
+		noise:    -1,
+	}
+	switch {
+	case s.site.statusURL != nil && s.site.statusURL.MatchString(u):
+		p.status = s.site.urlStatus
+	case urlFraction("http-error", u) < s.site.httpError:
+		p.status = s.site.httpStatus
+	}
+	if urlFraction("noise", u) < s.site.noise {
+		p.noise = int(urlFraction("noise-line", u) * float64(len(noiseLines)))
 	}
 	idx := s.pageIndex(u)
 	if idx < 0 {

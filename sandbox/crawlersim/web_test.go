@@ -76,3 +76,46 @@ func TestSyntheticPageIsDeterministic(t *testing.T) {
 		t.Error("sim.hangUrlRx not applied")
 	}
 }
+
+// TestSyntheticHTTPErrors: sim.httpError picks about its fraction of pages by
+// URL, the same ones on every load; sim.statusUrlRx picks its pages first;
+// sim.noise picks loaded pages and spreads them over every noise line.
+func TestSyntheticHTTPErrors(t *testing.T) {
+	site := siteKnobs{pages: 1000, links: 3, pageMs: 100, httpError: 0.3, httpStatus: 503,
+		statusURL: regexp.MustCompile("sim/7$"), urlStatus: 410, noise: 0.2}
+	s := testSeed(t, "https://example.com/", site)
+	k := &knobs{}
+	statuses := map[int]int{}
+	lines := make([]int, len(noiseLines))
+	for i := range 1000 {
+		u := "https://example.com/sim/" + strconv.Itoa(i)
+		a := s.load(u, k)
+		if !reflect.DeepEqual(a, s.load(u, k)) {
+			t.Fatalf("%s loads differently", u)
+		}
+		statuses[a.status]++
+		if a.noise >= 0 {
+			lines[a.noise]++
+		}
+	}
+	if got := s.load("https://example.com/sim/7", k).status; got != 410 {
+		t.Errorf("sim/7 answers %d, want the pattern's 410", got)
+	}
+	if n := statuses[503]; n < 250 || n > 350 || statuses[410] != 1 || statuses[0]+n+1 != 1000 {
+		t.Errorf("statuses %v, want about 300 pages with 503, one with 410 and the rest 200", statuses)
+	}
+	noisy := 0
+	for i, n := range lines {
+		if n == 0 {
+			t.Errorf("no page logs %q", noiseLines[i].message)
+		}
+		noisy += n
+	}
+	if noisy < 150 || noisy > 250 {
+		t.Errorf("%d of 1000 pages log a noise line, want about 200", noisy)
+	}
+	s.site = siteKnobs{pages: 1000, links: 3}
+	if a := s.load("https://example.com/sim/7", k); a.status != 0 || a.noise != -1 {
+		t.Errorf("with the knobs off, sim/7 loads as %+v", a)
+	}
+}

@@ -54,8 +54,15 @@ func (p *process) isCrawlRunning() (bool, error) {
 	if interrupted, _, _ := p.flags(); interrupted {
 		return false, nil
 	}
+	if err := p.checkCanceled(); err != nil {
+		return false, err
+	}
 	stopped, err := p.state.isStopped()
-	return !stopped, err
+	if err != nil || stopped {
+		return false, err
+	}
+	paused, err := p.checkPaused()
+	return !paused, err
 }
 
 func (p *process) workerLoop(id int) error {
@@ -101,8 +108,9 @@ func (p *process) workerLoop(id int) error {
 	}
 }
 
-// crawlPage "loads" one page: mark it started, spend its time, queue its
-// in-scope links, record it, mark it finished or failed, check limits.
+// crawlPage "loads" one page: mark it started, spend its time, log what
+// it logs, queue its in-scope links, record it, mark it finished or
+// failed (with its error lines), check limits.
 func (p *process) crawlPage(worker int, raw string) error {
 	var e struct {
 		URL       string `json:"url"`
@@ -116,7 +124,8 @@ func (p *process) crawlPage(worker int, raw string) error {
 	st, sim := p.state, &p.p.sim
 	n := int(p.pagesStarted.Add(1))
 	details := map[string]any{"url": e.URL, "workerid": worker, "page": n}
-	if err := st.markStarted(e.URL, isoTime(p.opts.Now())); err != nil {
+	started := isoTime(p.opts.Now())
+	if err := st.markStarted(e.URL, started); err != nil {
 		return err
 	}
 	p.log.info("worker", "Starting page", details)
@@ -128,9 +137,6 @@ func (p *process) crawlPage(worker int, raw string) error {
 	crashed := false
 	if p.faultsActive() {
 		switch n {
-		case sim.exitAtPage:
-			p.exit(sim.exitCode)
-			return errExited
 		case sim.hangAtPage:
 			return p.freeze()
 		case sim.fatalAtPage:
@@ -150,14 +156,26 @@ func (p *process) crawlPage(worker int, raw string) error {
 	if err := p.sleep(took); err != nil {
 		return err
 	}
-	switch {
-	case crashed || page.fails || page.hangs:
-		msg := "Page Load Error, skipping page"
-		if page.hangs {
-			msg = "Page Load Timeout, skipping page"
+	outcome, errLines := p.pageLines(e.URL, page, crashed, details)
+	if p.faultsActive() && n == sim.exitAtPage {
+		// Dies with the page loaded and logged but not recorded: the
+		// restarted crawler crawls it again.
+		p.exit(sim.exitCode)
+		return errExited
+	}
+	switch outcome {
+	case pageFailed:
+		if err := st.markFailed(e.URL, errLines); err != nil {
+			return err
 		}
-		p.log.error("general", msg, details)
-		if err := st.markFailed(e.URL); err != nil {
+	case pageErrorStatus:
+		// The error page is the response the browser got: it is archived,
+		// and the crawler follows none of its links.
+		pg := warcPage{url: e.URL, title: errorTitle(page.status), date: p.opts.Now(), status: page.status}
+		if err := p.arch.record(worker, pg); err != nil {
+			return err
+		}
+		if err := st.markFailed(e.URL, errLines); err != nil {
 			return err
 		}
 	default:
@@ -168,10 +186,13 @@ func (p *process) crawlPage(worker int, raw string) error {
 		if err := p.arch.record(worker, pg); err != nil {
 			return err
 		}
-		if err := st.markFinished(e.URL); err != nil {
+		if err := st.markFinished(e.URL, errLines); err != nil {
 			return err
 		}
 		p.log.info("worker", "Page finished", details)
+	}
+	if err := p.pushPage(newPageRecord(e.URL, started, e.Depth, outcome, page.status, p.waczFilename())); err != nil {
+		return err
 	}
 	if err := p.checkLimits(); err != nil {
 		return err
@@ -180,6 +201,46 @@ func (p *process) crawlPage(worker int, raw string) error {
 		return fmt.Errorf("simulated exception after page %d (--sim.throwAtPage)", n)
 	}
 	return nil
+}
+
+// How a page's load ends.
+type pageOutcome int
+
+const (
+	pageLoaded      pageOutcome = iota
+	pageFailed                  // no response: the load failed or timed out
+	pageErrorStatus             // the response is an HTTP error
+)
+
+// pageLines logs what the crawler logs when a page's load ends: why it
+// failed, or a non-fatal line about a page that loaded. It returns how
+// the load ended and the lines for <id>:e, which the page's mark pushes.
+//
+// A page that answers with an HTTP error status fails, as in crawler
+// 0.11 (its loadPage treats a 4xx or 5xx response as a load error): it
+// counts in <id>:d and <id>:f like any failed page.
+func (p *process) pageLines(url string, page simPage, crashed bool, details map[string]any) (pageOutcome, []string) {
+	var out []string
+	logLine := func(level, context, message string, d map[string]any) {
+		if line, ok := p.log.pageLine(level, context, message, d); ok {
+			out = append(out, line)
+		}
+	}
+	switch {
+	case page.hangs:
+		logLine(levelError, "general", "Page Load Timeout, skipping page", details)
+		return pageFailed, out
+	case crashed || page.fails:
+		logLine(levelError, "general", "Page Load Error, skipping page", details)
+		return pageFailed, out
+	case page.status != 0:
+		logLine(levelError, "general", "Non-200 Status Code, skipping page", withDetails(details, map[string]any{"statusCode": page.status}))
+		return pageErrorStatus, out
+	case page.noise >= 0:
+		l := noiseLines[page.noise]
+		logLine(l.level, l.context, l.message, withDetails(details, l.details(p.p, url)))
+	}
+	return pageLoaded, out
 }
 
 // queueLinks queues the in-scope links of a page at depth+1. An

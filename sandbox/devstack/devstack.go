@@ -32,15 +32,26 @@ const Bucket = "trawler-data"
 const accessPath = "/data/"
 
 // Defaults replace the production defaults under `trawler dev`: a fixed
-// local port, crawler requests small enough that several crawls fit on the
+// local port, the chart's crawler channels (default speaks 1.x, legacy
+// 0.11), crawler requests small enough that several crawls fit on the
 // simulated nodes, and a short Lease so a restart takes over at once.
 var Defaults = map[string]any{
 	"api.listen":                     "127.0.0.1:8000",
+	"crawler.channels":               Channels(k8s.ProtocolV1),
 	"crawler.cpu":                    "500m",
 	"crawler.memory":                 "512Mi",
 	"leader_election.lease_duration": 4 * time.Second,
 	"leader_election.renew_deadline": 3 * time.Second,
 	"leader_election.retry_period":   time.Second,
+}
+
+// Channels are the crawler channels of `trawler dev` (as JSON), as the
+// chart and compose configure them, with the default channel speaking
+// protocol: 1.x under `trawler dev`, the crawler people deploy today
+// (tests choose; see sandbox.TestCrawlerProtocol). "legacy" keeps 0.11.
+func Channels(protocol string) string {
+	return `[{"id": "default", "image": "webrecorder/browsertrix-crawler:latest", "imagePullPolicy": "Always", "protocol": "` + protocol + `"},
+ {"id": "legacy", "image": "webrecorder/browsertrix-crawler:0.11.2", "imagePullPolicy": "IfNotPresent", "protocol": "0.11"}]`
 }
 
 // Stack is a running development stack: the sandbox and trawler serve
@@ -56,7 +67,7 @@ type Stack struct {
 // bucket is the default storage unless the configuration names storages),
 // runs serve against it and returns once the API listens. opts may set
 // the nodes, the restart backoff and the crawler program (default: the
-// crawler simulator under the configured image). The caller stops
+// crawler simulator under every crawler channel's image). The caller stops
 // stack.Env after Served reported; on error everything is stopped already.
 func Start(ctx context.Context, v *viper.Viper, dir string, opts sandbox.Options, logger *slog.Logger) (*Stack, error) {
 	sandboxDir := filepath.Join(dir, "sandbox")
@@ -70,7 +81,15 @@ func Start(ctx context.Context, v *viper.Viper, dir string, opts sandbox.Options
 	}
 	opts.Dir = sandboxDir
 	if opts.Programs == nil {
-		opts.Programs = map[string]kubelet.Program{v.GetString("crawler.image"): crawlersim.Program(nil)}
+		channels, err := app.CrawlerChannelsConfig(v)
+		if err != nil {
+			return nil, err
+		}
+		sim := crawlersim.Program(nil)
+		opts.Programs = map[string]kubelet.Program{}
+		for _, ch := range channels {
+			opts.Programs[ch.Image] = sim
+		}
 	}
 	opts.CRDs = k8s.CRDs()
 	opts.Namespaces = []string{v.GetString("crawler_namespace")}
@@ -82,7 +101,7 @@ func Start(ctx context.Context, v *viper.Viper, dir string, opts sandbox.Options
 	if err != nil {
 		return nil, fmt.Errorf("starting sandbox: %w", err)
 	}
-	stack, err := serveOn(ctx, v, env, logger)
+	stack, err := ServeOn(ctx, v, env, logger)
 	if err != nil {
 		env.Stop()
 		return nil, err
@@ -90,9 +109,12 @@ func Start(ctx context.Context, v *viper.Viper, dir string, opts sandbox.Options
 	return stack, nil
 }
 
-// serveOn creates what the Helm chart would (the default bucket, the
-// crawlers' shared config and storage secret) and starts serve.
-func serveOn(ctx context.Context, v *viper.Viper, env *sandbox.Env, logger *slog.Logger) (*Stack, error) {
+// ServeOn creates what the Helm chart would (the default bucket, the
+// crawlers' shared config and storage secret) and starts serve on env,
+// until ctx ends. Start calls it; a test that stops serve (its ctx) calls
+// it again on the same env to restart trawler alone: what exists already
+// is kept.
+func ServeOn(ctx context.Context, v *viper.Viper, env *sandbox.Env, logger *slog.Logger) (*Stack, error) {
 	bucket, err := env.CreateBucket(ctx, k8s.DefaultStorageName, Bucket)
 	if err != nil {
 		return nil, err
@@ -111,13 +133,15 @@ func serveOn(ctx context.Context, v *viper.Viper, env *sandbox.Env, logger *slog
 		raw, _ := json.Marshal(storages)
 		v.Set("storages", string(raw))
 	}
+	args := k8s.CrawlArgsOptions{
+		Workers:         v.GetInt("crawler.browser_instances"),
+		MaxPageLimit:    v.GetInt("max_pages_per_crawl"),
+		HealthCheckPort: v.GetInt("crawler.liveness_port"),
+		Extra:           v.GetString("crawler.extra_args"),
+	}
 	err = k8s.EnsureCrawlerSupport(ctx, env.Client, v.GetString("crawler_namespace"), k8s.CrawlerSupport{
-		CrawlArgs: k8s.CrawlArgs(k8s.CrawlArgsOptions{
-			Workers:         v.GetInt("crawler.browser_instances"),
-			MaxPageLimit:    v.GetInt("max_pages_per_crawl"),
-			HealthCheckPort: v.GetInt("crawler.liveness_port"),
-			Extra:           v.GetString("crawler.extra_args"),
-		}),
+		CrawlArgs:   k8s.CrawlArgs(args),
+		CrawlArgsV1: k8s.CrawlArgsV1(args),
 		StorageName: k8s.DefaultStorageName,
 		Storage:     defaultStorage(storages).CrawlerEnv(),
 	})

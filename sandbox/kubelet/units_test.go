@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +151,27 @@ func TestContainerLogKeepsTail(t *testing.T) {
 	}
 	if got := l.String(); got != "third\n" {
 		t.Errorf("log = %q, want the last whole line", got)
+	}
+}
+
+// TestContainerLogFileAtFirstWrite: a silent container holds no file
+// open; the first write creates the file (and its folder), and a closed
+// log opens none again.
+func TestContainerLogFileAtFirstWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pod", "c.log")
+	l := &containerLog{max: 100, path: path}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("before any write: stat = %v, want no file", err)
+	}
+	if _, err := l.Write([]byte("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	l.close()
+	if b, err := os.ReadFile(path); err != nil || string(b) != "hello\n" {
+		t.Errorf("after a write: file = %q, %v; want hello", b, err)
+	}
+	if _, err := l.Write([]byte("late\n")); err != nil || l.file != nil {
+		t.Errorf("a write after close: err %v, file %v; want the log in memory only", err, l.file)
 	}
 }
 

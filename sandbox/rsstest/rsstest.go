@@ -6,6 +6,8 @@ package rsstest
 import (
 	"bufio"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,6 +27,18 @@ func ResetPeak(tb testing.TB) {
 	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
 		tb.Skipf("cannot reset the peak RSS: %v", err)
 	}
+}
+
+// Idle collects garbage, returns freed memory to the OS and starts the
+// peak over: it returns the resident set a measurement starts from, so
+// that Peak minus it is what the measured work added.
+func Idle(tb testing.TB) int64 {
+	tb.Helper()
+	runtime.GC()
+	debug.FreeOSMemory()
+	idle := RSS(tb)
+	ResetPeak(tb)
+	return idle
 }
 
 // procStatus reads a size field (kB) of /proc/self/status, in bytes.

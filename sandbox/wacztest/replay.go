@@ -99,6 +99,9 @@ func readResponse(member []byte) (*Capture, error) {
 // Page is an archived page as a replay tool shows it.
 type Page struct {
 	URL string
+	// Status is the archived response's: 200, or the HTTP error a replay
+	// tool shows as it was captured.
+	Status int
 	// Title is the text of the archived HTML's <title>.
 	Title string
 	// Resources are the icons, stylesheets, images and scripts the HTML
@@ -113,8 +116,9 @@ var (
 	whitespaces = regexp.MustCompile(`\s+`)
 )
 
-// Replay opens the page at pageURL: its HTML through Lookup (a 200
-// text/html response), then every resource the HTML embeds, resolved
+// Replay opens the page at pageURL: its HTML through Lookup (a text/html
+// response, 200 or an HTTP error page), then every resource the HTML
+// embeds, resolved
 // against the page's URL. The simulator writes simple HTML, so tags are
 // found with patterns rather than a full HTML parser.
 func (w *WACZ) Replay(pageURL string) (*Page, error) {
@@ -122,14 +126,14 @@ func (w *WACZ) Replay(pageURL string) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	if doc.Status != 200 || doc.Mime != "text/html" {
+	if (doc.Status != 200 && doc.Status < 400) || doc.Mime != "text/html" {
 		return nil, fmt.Errorf("%s: a %d %s response, not a page", pageURL, doc.Status, doc.Mime)
 	}
 	base, err := url.Parse(doc.URL)
 	if err != nil {
 		return nil, err
 	}
-	p := &Page{URL: pageURL}
+	p := &Page{URL: pageURL, Status: doc.Status}
 	if m := titleTag.FindSubmatch(doc.Body); m != nil {
 		// document.title: entities decoded, white space collapsed.
 		p.Title = strings.TrimSpace(whitespaces.ReplaceAllString(html.UnescapeString(string(m[1])), " "))

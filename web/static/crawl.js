@@ -1,14 +1,16 @@
 // A crawl's page: live progress from its event stream (state, pages,
 // size, elapsed time, instances, a chart of pages over time), the stop,
-// cancel and scale controls, and its errors, logs and files.
+// cancel, pause, resume and scale controls, and its errors, pages, logs
+// and files.
 
 import { api, crawlEvents, downloadURL } from "./api.js";
 import {
-  h, badge, stateLabel, finalStates, humanSize, humanDuration, apiDate, fmtDate, number,
+  h, badge, stateLabel, finalStates, pausedStates, humanSize, humanDuration, apiDate, fmtDate, number,
   announce, confirmAction, errorText,
 } from "./ui.js";
 import { pagesChart } from "./chart.js";
 import { replayLink } from "./replay.js";
+import { pagesSection } from "./pages.js";
 
 const errorsEvery = 10000;
 
@@ -89,6 +91,8 @@ class CrawlPage {
     this.logs = h("div", { id: "logs" }, h("p", { class: "muted" }, "The logs are available once the crawl has finished."));
     this.files = h("div", { id: "files" }, h("p", { class: "muted" }, "No files yet."));
     this.controls = this.ctx.role >= 20 ? this.renderControls() : null;
+    // Pages, like errors, are for crawlers and up (the API's rule).
+    this.pages = this.ctx.role >= 20 ? pagesSection(this.ctx, this.id) : null;
     const stat = (label, el) => h("div", { class: "stat" }, h("dt", {}, label), el);
     this.main.replaceChildren(
       back(),
@@ -117,6 +121,7 @@ class CrawlPage {
         h("h2", { id: "history-title" }, "States"), this.history),
       this.ctx.role >= 20 ? h("section", { "aria-labelledby": "errors-title" },
         h("h2", { id: "errors-title" }, "Errors"), this.errors) : null,
+      this.pages ? this.pages.el : null,
       h("section", { "aria-labelledby": "files-title" }, h("h2", { id: "files-title" }, "Files"), this.files),
       h("section", { "aria-labelledby": "logs-title" }, h("h2", { id: "logs-title" }, "Logs"), this.logs));
     this.points = [{ t: apiDate(c.started).getTime(), done: 0, found: 0 }];
@@ -128,7 +133,15 @@ class CrawlPage {
     this.scaleSelect = scale;
     this.actionMsg = h("p", { role: "status", id: "action-status", class: "muted" });
     const act = (label, id, onclick, cls) => h("button", { type: "button", id, class: cls, onclick }, label);
+    // Pause and resume: one of the two shows, by the last request and the
+    // state (updatePause).
+    this.pauseButton = act("Pause", "pause", () => this.confirmAndPost("pause", "Pause this crawl?",
+      "The crawlers finish the pages they are on, save what they crawled and stop; the crawl waits for a resume.",
+      "Pause crawl", "Pausing…"), "secondary");
+    this.resumeButton = act("Resume", "resume", () => this.confirmAndPost("resume", "Resume this crawl?",
+      "New crawlers start and crawl on from the queue.", "Resume crawl", "Resuming…"), "secondary");
     return h("div", { class: "controls", id: "controls" },
+      this.pauseButton, this.resumeButton,
       act("Stop", "stop", () => this.confirmAndPost("stop", "Stop this crawl?",
         "The crawlers finish the pages they are on and save what they crawled.", "Stop crawl", "Stopping…")),
       act("Cancel", "cancel", () => this.confirmAndPost("cancel", "Cancel this crawl?",
@@ -144,6 +157,10 @@ class CrawlPage {
     try {
       await api(`${this.base}/${path}`, { method: "POST", body: body || {} });
       this.actionMsg.textContent = progress === "Stopping…" ? "Stopping: the crawlers finish their pages." : progress;
+      if (this.last && (path === "pause" || path === "resume")) {
+        this.last.shouldPause = path === "pause";
+        this.updatePause(this.last);
+      }
     } catch (e) {
       this.actionMsg.textContent = "That did not work: " + errorText(e);
     }
@@ -191,6 +208,7 @@ class CrawlPage {
     this.stateBadge.replaceChildren(badge(ev.state));
     if (prev && prev.state !== ev.state) announce("Crawl state: " + stateLabel(ev.state));
     if (ev.stopping && !finalStates.has(ev.state)) this.stateBadge.append(" ", h("span", { class: "muted" }, "(stopping)"));
+    this.updatePause(ev);
     const s = ev.stats || { done: 0, found: 0, size: 0 };
     this.stats.done.textContent = number(s.done);
     this.stats.found.textContent = number(s.found);
@@ -209,6 +227,21 @@ class CrawlPage {
       this.fileCount = ev.fileCount;
       if (ev.fileCount > 0) this.loadFiles();
     }
+  }
+
+  // updatePause shows Pause on a crawl that runs or waits, Resume on one
+  // paused or pausing, and marks the two states never stored: pausing
+  // (a pause asked, the state not paused yet) and resuming.
+  updatePause(ev) {
+    const paused = pausedStates.has(ev.state);
+    const note = ev.shouldPause && !paused ? "(pausing)" : !ev.shouldPause && paused ? "(resuming)" : "";
+    const old = this.stateBadge.querySelector(".pause-note");
+    if (old) old.remove();
+    if (note && !finalStates.has(ev.state)) this.stateBadge.append(h("span", { class: "muted pause-note" }, " " + note));
+    if (!this.pauseButton) return;
+    const over = finalStates.has(ev.state) || ev.stopping;
+    this.pauseButton.hidden = over || ev.shouldPause || paused;
+    this.resumeButton.hidden = over || !(ev.shouldPause || paused);
   }
 
   tickElapsed() {
@@ -237,6 +270,7 @@ class CrawlPage {
   async finished() {
     this.timers.forEach(clearInterval);
     this.timers = [];
+    if (this.pages) this.pages.reload();
     if (this.last && !this.last.finished) {
       try { this.update(fromCrawl(await api(this.base))); } catch (e) { /* keep what is shown */ }
     }
@@ -302,7 +336,7 @@ function back() {
 // fromCrawl turns GET /crawls/{id} into the shape of a crawl event.
 function fromCrawl(c) {
   return {
-    id: c.id, state: c.state, stopping: c.stopping, scale: c.scale ?? 1, started: c.started, finished: c.finished,
+    id: c.id, state: c.state, stopping: c.stopping, shouldPause: c.shouldPause, scale: c.scale ?? 1, started: c.started, finished: c.finished,
     stats: c.stats, pagesFailed: null, fileCount: c.fileCount, fileSize: c.fileSize, instances: [],
   };
 }

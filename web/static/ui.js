@@ -26,13 +26,18 @@ const stateInfo = {
   "pending-wait": ["Finishing pages", "finishing"],
   "generate-wacz": ["Generating WACZ", "finishing"],
   "uploading-wacz": ["Uploading WACZ", "finishing"],
+  paused: ["Paused", "waiting"],
   complete: ["Complete", "good"],
   partial_complete: ["Partially complete", "good"],
+  stopped_pause_expired: ["Stopped (pause expired)", "good"],
   canceled: ["Canceled", "neutral"],
   failed: ["Failed", "bad"],
 };
 
-export const finalStates = new Set(["complete", "partial_complete", "canceled", "failed"]);
+export const finalStates = new Set(["complete", "partial_complete", "stopped_pause_expired", "canceled", "failed"]);
+
+// pausedStates are the states of a paused crawl (it has not ended).
+export const pausedStates = new Set(["paused"]);
 
 export function stateLabel(state) {
   return (stateInfo[state] || [state || "—"])[0];

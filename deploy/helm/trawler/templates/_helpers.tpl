@@ -36,6 +36,27 @@ its argv. Empty user-agent flags are left out rather than passed as "".
 {{- end }}
 
 {{/*
+The 1.x crawlers' flags, as today's Browsertrix chart renders them:
+--workers is on each pod's command line (the operator sets it), and
+pages, error and behaviour lines go to the crawl's Redis.
+*/}}
+{{- define "trawler.crawlArgsV1" -}}
+--sizeLimit {{ .Values.crawler_session_size_limit_bytes }}
+{{- printf " --timeLimit %v" .Values.crawler_session_time_limit_seconds }}
+{{- printf " --maxPageLimit %v" (.Values.max_pages_per_crawl | default 0) }}
+{{- printf " --healthCheckPort %v" .Values.crawler_liveness_port }}
+{{- printf " --diskUtilization %v" .Values.disk_utilization_threshold }}
+{{- with .Values.user_agent_suffix }}{{ printf " --userAgentSuffix %q" . }}{{ end }}
+{{- with .Values.user_agent }}{{ printf " --userAgent %q" . }}{{ end }}
+{{- printf " --logging %v" .Values.crawler_logging_opts }}
+{{- printf " --text %v" .Values.crawler_extract_full_text }}
+{{- " --generateWACZ --collection thecrawl --screencastPort 9037" }}
+{{- " --writePagesToRedis --logErrorsToRedis --logBehaviorsToRedis" }}
+{{- with .Values.crawler_extra_args }}{{ printf " %s" . }}{{ end }}
+{{- " --restartsOnError" }}
+{{- end }}
+
+{{/*
 The JWT key: the configured one, else the one a previous install
 generated, else a new random one, so upgrades keep users logged in.
 */}}
@@ -127,4 +148,52 @@ access_endpoint_url /data/ unless they set their own.
 app.kubernetes.io/name: {{ .component }}
 app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/part-of: trawler
+{{- end }}
+
+{{/*
+GOMEMLIMIT for trawler: 90% of its memory limit (trawler_memory, a
+Kubernetes quantity), in bytes. The Go runtime then collects harder as
+the heap nears the limit instead of the pod being OOM-killed; the tenth
+left covers what the runtime does not count (the binary's own pages,
+memory outside the Go heap and stacks).
+*/}}
+{{- define "trawler.gomemlimit" -}}
+{{- $q := toString .Values.trawler_memory -}}
+{{- $n := regexFind "^[0-9]+(\\.[0-9]+)?" $q -}}
+{{- $units := dict "" 1.0 "m" 0.001 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18
+  "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0 "Ei" 1152921504606846976.0 -}}
+{{- $unit := trimPrefix $n $q -}}
+{{- if not (hasKey $units $unit) -}}
+{{- fail (printf "trawler_memory %q is not a Kubernetes quantity" $q) -}}
+{{- end -}}
+{{- $bytes := int64 (mulf (float64 $n) (get $units $unit)) -}}
+{{- div (mul $bytes 9) 10 -}}
+{{- end }}
+
+{{/*
+host-proxies.json, the crawler's --proxyServerConfig: proxies_match_hosts
+(host regex -> proxy id) and the proxies it names, with their key files.
+A host mapped to a proxy not in proxies fails the render.
+*/}}
+{{- define "trawler.hostProxies" -}}
+{{- $byID := dict }}
+{{- range .Values.proxies }}
+{{- $_ := set $byID .id . }}
+{{- end }}
+{{- $used := dict }}
+{{- range $host, $id := .Values.proxies_match_hosts }}
+{{- $p := get $byID $id }}
+{{- if not $p }}
+{{- fail (printf "proxies_match_hosts: %s maps to proxy %s, which is not in proxies" $host $id) }}
+{{- end }}
+{{- $entry := dict "url" $p.url }}
+{{- if $p.ssh_private_key }}
+{{- $_ := set $entry "privateKeyFile" (printf "/tmp/proxies/%s-private-key" $id) }}
+{{- end }}
+{{- if $p.ssh_host_public_key }}
+{{- $_ := set $entry "publicHostsFile" (printf "/tmp/proxies/%s-known-hosts" $id) }}
+{{- end }}
+{{- $_ := set $used $id $entry }}
+{{- end }}
+{{- dict "matchHosts" .Values.proxies_match_hosts "proxies" $used | toJson }}
 {{- end }}

@@ -60,6 +60,12 @@ type CrawlJobSpec struct {
 	// Stopping asks for a graceful stop: crawlers finish their pages, upload
 	// what they have and exit.
 	Stopping bool `json:"stopping,omitempty"`
+	// PausedAt, when set (RFC 3339, UTC), asks for the crawl to be paused
+	// since then: the crawlers upload what they have and exit, keeping
+	// their volumes and the crawl's queue; "" resumes it. A crawl paused
+	// longer than the operator's paused-crawl limit ends as
+	// stopped_pause_expired.
+	PausedAt string `json:"pausedAt,omitempty"`
 	// RestartTime, when it differs from status.restartTime, makes the
 	// operator delete and recreate the crawler pods (keeping their PVCs), so
 	// they pick up a changed crawl config.
@@ -91,6 +97,21 @@ type CrawlJobSpec struct {
 	StoreFilename string `json:"storeFilename,omitempty"`
 	// ProfileFilename, when set, is the browser profile loaded by crawlers.
 	ProfileFilename string `json:"profileFilename,omitempty"`
+	// CrawlerChannel names the configured crawler channel whose image and
+	// pull policy the crawler pods run ("" is the default channel). The
+	// operator resolves it whenever it creates a pod, so a change reaches
+	// the pods created after it.
+	// +kubebuilder:validation:MaxLength=63
+	CrawlerChannel string `json:"crawlerChannel,omitempty"`
+	// ProxyID names the configured crawler proxy the crawler pods go
+	// through ("" for none). The operator looks it up whenever it creates a
+	// pod; a proxy removed from the configuration meanwhile is left out.
+	// +kubebuilder:validation:MaxLength=63
+	ProxyID string `json:"proxyId,omitempty"`
+	// SeedFileURL is a presigned link to the crawl's seed file, which a
+	// 1.x crawler downloads at each start (upstream's seedFileUrl; the
+	// crawl config gets it as seedFile). Empty: the config's own seeds.
+	SeedFileURL string `json:"seedFileUrl,omitempty"`
 }
 
 // CrawlJobStatus is what the operator observed and decided. The crawl
@@ -118,6 +139,11 @@ type CrawlJobStatus struct {
 	// Stopping is the operator's decision to stop gracefully: a user stop,
 	// the time limit or the size limit.
 	Stopping bool `json:"stopping,omitempty"`
+	// StopReason says why the crawl is stopping or pausing:
+	// stopped_by_user, time-limit, size-limit, paused,
+	// stopped_pause_expired, or the quotas' automatic pauses
+	// paused_time_quota_reached and paused_storage_quota_reached.
+	StopReason string `json:"stopReason,omitempty"`
 	// InitRedis says whether the Redis pod should exist.
 	InitRedis bool `json:"initRedis,omitempty"`
 	// LastActiveTime is the last time a crawler pod was seen running.
@@ -135,6 +161,9 @@ type CrawlJobStatus struct {
 	// crawlers that restart operator.crash_loop_restarts times beyond it
 	// are getting nowhere, and the operator fails the crawl.
 	RestartsAtProgress int32 `json:"restartsAtProgress,omitempty"`
+	// CrawlerImage is the image of the crawl's channel, resolved on every
+	// sync: the image the crawler pods created from then on run.
+	CrawlerImage string `json:"crawlerImage,omitempty"`
 	// CrawlerRestarts counts every crawler container restart over the
 	// crawl's life, those of pods since recreated included: when it
 	// reaches operator.max_crawler_restarts the operator fails the crawl,
@@ -153,6 +182,12 @@ type CrawlJobStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// ObservedGeneration is the spec generation this status reflects.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// CrawlExecTime is the crawler-pod seconds counted so far, summed
+	// over the pods (upstream-2026 §6.4).
+	CrawlExecTime int64 `json:"crawlExecTime,omitempty"`
+	// LastUpdatedTime is when the crawler-pod seconds were last counted
+	// (the crawl document's _lut).
+	LastUpdatedTime *metav1.Time `json:"lastUpdatedTime,omitempty"`
 }
 
 // PodStatus is what the operator reports about one child pod.

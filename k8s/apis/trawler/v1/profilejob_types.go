@@ -47,6 +47,10 @@ type ProfileJobSpec struct {
 	VNCPassword string `json:"vncPassword,omitempty"`
 	// ExpireTime is when the browser is removed unless pinged again.
 	ExpireTime *metav1.Time `json:"expireTime,omitempty"`
+	// ProxyID names the configured crawler proxy the browser goes through
+	// ("" for none), as for a crawl.
+	// +kubebuilder:validation:MaxLength=63
+	ProxyID string `json:"proxyId,omitempty"`
 }
 
 // ProfileJobStatus is what the operator observed.

@@ -121,6 +121,10 @@ func (in *CrawlJobStatus) DeepCopyInto(out *CrawlJobStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.LastUpdatedTime != nil {
+		in, out := &in.LastUpdatedTime, &out.LastUpdatedTime
+		*out = (*in).DeepCopy()
+	}
 	return
 }
 

@@ -1,0 +1,142 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// countExec carries out the plan's accounting tick: the store counts the
+// crawl's crawler-pod seconds and charges its org, and the org afterwards
+// says whether a quota calls for an automatic pause. Nil without a tick.
+func (c *Controller) countExec(ctx context.Context, cj *trawlerv1.CrawlJob, p plan, o observed) (*execAnswer, error) {
+	if p.Exec == nil {
+		return nil, nil
+	}
+	now := o.Now.Truncate(time.Second)
+	if p.Exec.Since == nil {
+		return &execAnswer{LastUpdate: now, CrawlExecSeconds: cj.Status.CrawlExecTime}, nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
+	tick, err := c.store.ChargeCrawlExec(sctx, cj.Spec.ID, p.Exec.Since, now, p.Exec.Seconds)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("counting crawl exec seconds: %w", err)
+	}
+	if tick.LastUpdate.IsZero() {
+		// Counted by another process between the store's read and write:
+		// the next pass adopts what it stored.
+		return nil, nil
+	}
+	a := &execAnswer{LastUpdate: tick.LastUpdate, CrawlExecSeconds: tick.CrawlExecSeconds}
+	if tick.Org != nil {
+		var pending int64
+		if o.Redis != nil && o.Redis.Reachable {
+			pending = o.Redis.Size
+		}
+		a.PauseReason = quotaPauseReason(tick.Org, pending, now)
+	}
+	return a, nil
+}
+
+// requestAutoPause is the operator's automatic pause of a crawl over a
+// quota (upstream-2026 §1.8), the one hook between the quotas and the
+// pause sequence: it records the request as the pause route does (the
+// crawl document's shouldPause and pausedAt, the CrawlJob's
+// spec.pausedAt), and crawlStatus records the reason as the status's
+// stopReason, which the pause sequence maps to the paused state
+// (paused_time_quota_reached, paused_storage_quota_reached). The org's
+// owners are told once per automatic pause.
+func (c *Controller) requestAutoPause(ctx context.Context, key string, cj *trawlerv1.CrawlJob, reason string) error {
+	now := c.clock.Now().UTC().Truncate(time.Second)
+	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
+	err := c.store.RequestCrawlPause(sctx, cj.Spec.ID, now)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("recording automatic pause: %w", err)
+	}
+	at := now.Format(time.RFC3339)
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{annotationAutoPause: at + " " + reason}},
+		"spec":     map[string]any{"pausedAt": at}})
+	if err != nil {
+		return err
+	}
+	if _, err := c.trawler.TrawlerV1().CrawlJobs(cj.Namespace).Patch(ctx, cj.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("requesting automatic pause: %w", err)
+	}
+	c.log.Info("crawl paused automatically", "crawl", cj.Spec.ID, "reason", reason)
+	c.recorder.Eventf(cj, corev1.EventTypeNormal, ReasonAutoPaused, "pausing: %s", reason)
+	c.background.start(autoPauseMailKey(key), func() { c.mailAutoPause(context.WithoutCancel(ctx), cj, reason, now) })
+	return nil
+}
+
+// autoPauseMailKey is the background task key of an automatic pause's
+// e-mail.
+func autoPauseMailKey(key string) string { return "autopause-mail/" + key }
+
+// autoPauseMailTimeout bounds the look-ups and deliveries of one
+// automatic pause's e-mails.
+const autoPauseMailTimeout = 2 * time.Minute
+
+// mailAutoPause tells the org's owners of an automatic pause, unless
+// they were told already since the crawl's last resume.
+func (c *Controller) mailAutoPause(ctx context.Context, cj *trawlerv1.CrawlJob, reason string, at time.Time) {
+	ctx, cancel := context.WithTimeout(ctx, autoPauseMailTimeout)
+	defer cancel()
+	log := c.log.With("crawl", cj.Spec.ID, "reason", reason)
+	claimed, err := c.store.ClaimAutoPauseEmail(ctx, cj.Spec.ID)
+	if err != nil || !claimed {
+		if err != nil {
+			log.Warn("automatic pause e-mail not sent", "err", err)
+		}
+		return
+	}
+	oid, err := uuid.Parse(cj.Spec.OID)
+	if err != nil {
+		log.Warn("automatic pause e-mail not sent: bad org id", "oid", cj.Spec.OID)
+		return
+	}
+	owners, err := c.store.OrgOwnerEmails(ctx, oid)
+	if err != nil {
+		log.Warn("automatic pause e-mail not sent", "err", err)
+		return
+	}
+	subject, body := autoPauseMail(cj, reason, at)
+	for _, to := range owners {
+		if c.mailer == nil {
+			log.Info("not sending automatic pause e-mail (no mailer)", "to", to, "subject", subject)
+			continue
+		}
+		if err := c.mailer.Send(ctx, to, subject, body); err != nil {
+			log.Warn("sending automatic pause e-mail failed", "to", to, "err", err)
+		}
+	}
+}
+
+// autoPauseMail is the subject and body of an automatic pause's e-mail.
+func autoPauseMail(cj *trawlerv1.CrawlJob, reason string, at time.Time) (subject, body string) {
+	what := "its execution-time quota"
+	if reason == store.StatePausedStorageQuota {
+		what = "its storage quota"
+	}
+	subject = "Your crawl was paused: the organization reached " + what
+	var b strings.Builder
+	fmt.Fprintf(&b, "The crawl %s was paused automatically at %s because the organization reached %s.\n\n",
+		cj.Spec.ID, at.Format(time.RFC3339), what)
+	fmt.Fprintf(&b, "Reason: %s\nWorkflow: %s\nOrganization: %s\n\n", reason, cj.Spec.CID, cj.Spec.OID)
+	b.WriteString("Once the quota allows it, resume the crawl to go on from where it stopped; " +
+		"a paused crawl that is not resumed is stopped after a while, keeping what it crawled.\n")
+	return subject, b.String()
+}

@@ -1,0 +1,130 @@
+package operator
+
+import (
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// Execution-time accounting (upstream-2026 §6.4): the pure rules. Once
+// per accounting interval a running crawl counts the seconds its crawler
+// pods ran since the last count and charges them to its org (the store
+// does, ChargeCrawlExec); the org's answer decides an automatic pause
+// (autopause.go). A crawl with no crawler pod time to count (waiting,
+// paused, idle between ticks) writes nothing.
+
+// execTick is an accounting tick decide asks for: Seconds of crawler-pod
+// time counted since Since (the last count) up to the pass's now. The
+// first tick (Since nil) only starts the clock, in the status alone: the
+// crawl document learns its _lut with the first count. A tick is not a
+// sync of its own: the informers' resync and the crawl's progress bring
+// a running crawl's passes, so a count may come up to one resync late,
+// and still counts every second since the last.
+type execTick struct {
+	Since   *time.Time
+	Seconds int64
+}
+
+// execAnswer is what a tick left: the crawl's counters as stored (the
+// status adopts them) and the automatic pause the org's quotas call for
+// ("" none).
+type execAnswer struct {
+	LastUpdate       time.Time
+	CrawlExecSeconds int64
+	PauseReason      string
+}
+
+// execCounted reports whether crawler time is charged in state: not
+// while the crawl waits to start or is paused.
+func execCounted(state string) bool {
+	return !slices.Contains(store.StartingStates, state) && !slices.Contains(store.PausedStates, state)
+}
+
+// podExecSeconds sums the seconds each crawler pod's container ran in
+// (since, now], and reports whether one exited after since. A pod that
+// exited before since counts nothing.
+func podExecSeconds(pods map[int]*corev1.Pod, since, now time.Time) (seconds int64, newExit bool) {
+	for _, p := range pods {
+		cs := crawlerContainer(p)
+		if cs == nil {
+			continue
+		}
+		var start, end time.Time
+		switch {
+		case cs.State.Running != nil:
+			start, end = cs.State.Running.StartedAt.Time, now
+		case cs.State.Terminated != nil:
+			t := cs.State.Terminated
+			start, end = t.StartedAt.Time, t.FinishedAt.Time
+			if end.After(since) {
+				newExit = true
+			}
+		default:
+			continue
+		}
+		if start.Before(since) {
+			start = since
+		}
+		if end.After(start) {
+			seconds += int64(end.Sub(start) / time.Second)
+		}
+	}
+	return seconds, newExit
+}
+
+// accountExec plans the pass's accounting tick, if one is due: the first
+// one once the crawl runs (it starts the clock), then one per interval,
+// one when a crawler exits and one when the crawl is canceled, each
+// only if it has seconds to count (so an idle or paused crawl writes
+// nothing). It runs after the pass's state
+// changes, so a crawl that just started or ended is counted as such.
+func (p *plan) accountExec(cj *trawlerv1.CrawlJob, o observed, cfg Config) {
+	if !execCounted(p.Reaches) {
+		return
+	}
+	now := o.Now.Truncate(time.Second)
+	lut := cj.Status.LastUpdatedTime
+	if lut == nil {
+		if len(o.Crawlers) > 0 {
+			p.Exec = &execTick{}
+		}
+		return
+	}
+	since := lut.Time
+	seconds, newExit := podExecSeconds(o.Crawlers, since, now)
+	due := now.Sub(since) >= cfg.ExecAccountingInterval || newExit || cj.DeletionTimestamp != nil
+	if due && seconds > 0 {
+		p.Exec = &execTick{Since: &since, Seconds: seconds}
+	}
+}
+
+// quotaPauseReason is the automatic pause an org's quotas call for after
+// a tick, checked in upstream's order: storage (the bytes stored and the
+// crawl's bytes not yet uploaded), then execution time. "" is none.
+func quotaPauseReason(org *store.Org, pending int64, now time.Time) string {
+	switch {
+	case org.Quotas.StorageQuota > 0 && org.BytesStored+pending >= org.Quotas.StorageQuota:
+		return store.StatePausedStorageQuota
+	case org.ExecMinutesQuotaReached(now):
+		return store.StatePausedTimeQuota
+	}
+	return ""
+}
+
+// skipState is the state a crawl that has not started yet ends in when
+// its org is over a quota, storage first (upstream-2026 §6.6): the
+// scheduler records such crawls itself, so this catches a quota reached
+// between a start and the crawl's first sync. "" lets it start.
+func skipState(org *store.Org, now time.Time) string {
+	switch {
+	case org.StorageQuotaReached():
+		return store.StateSkippedStorageQuota
+	case org.ExecMinutesQuotaReached(now):
+		return store.StateSkippedTimeQuota
+	}
+	return ""
+}

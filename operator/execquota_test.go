@@ -1,0 +1,173 @@
+package operator
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// runningSince is crawler pod i running since start.
+func runningSince(i int, start time.Time) *corev1.Pod {
+	p := crawlerPodIn(i, corev1.PodRunning)
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: p.Spec.Containers[0].Name,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(start)}}}}
+	return p
+}
+
+// exited is crawler pod i that ran from start to end.
+func exited(i int, start, end time.Time) *corev1.Pod {
+	p := crawlerPodIn(i, corev1.PodSucceeded)
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: p.Spec.Containers[0].Name,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			StartedAt: metav1.NewTime(start), FinishedAt: metav1.NewTime(end)}}}}
+	return p
+}
+
+func TestPodExecSeconds(t *testing.T) {
+	since := t0.Add(time.Minute)
+	now := since.Add(time.Minute)
+	cases := []struct {
+		name     string
+		pods     map[int]*corev1.Pod
+		want     int64
+		wantExit bool
+	}{
+		{"None", nil, 0, false},
+		{"RunningBeforeSince", map[int]*corev1.Pod{0: runningSince(0, t0)}, 60, false},
+		{"StartedAfterSince", map[int]*corev1.Pod{0: runningSince(0, since.Add(45*time.Second))}, 15, false},
+		// The sum over pods: two pods running a minute are two minutes.
+		{"TwoPods", map[int]*corev1.Pod{0: runningSince(0, t0), 1: runningSince(1, t0)}, 120, false},
+		{"ExitedSince", map[int]*corev1.Pod{0: exited(0, t0, since.Add(20*time.Second))}, 20, true},
+		{"ExitedBefore", map[int]*corev1.Pod{0: exited(0, t0, since.Add(-time.Second))}, 0, false},
+		{"NoContainerStatus", map[int]*corev1.Pod{0: crawlerPodIn(0, corev1.PodPending)}, 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, exit := podExecSeconds(c.pods, since, now)
+			if got != c.want || exit != c.wantExit {
+				t.Fatalf("got %d, %v; want %d, %v", got, exit, c.want, c.wantExit)
+			}
+		})
+	}
+}
+
+func TestAccountExec(t *testing.T) {
+	lut := t0.Add(time.Minute)
+	cfg := testConfig()
+	withLUT := withStatus(func(s *trawlerv1.CrawlJobStatus) { s.LastUpdatedTime = mtime(lut) })
+	cases := []struct {
+		name    string
+		state   string
+		job     *trawlerv1.CrawlJob
+		crawler map[int]*corev1.Pod
+		now     time.Time
+		want    *execTick
+	}{
+		// The first pass with a running crawl starts the clock.
+		{"First", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, &execTick{}},
+		{"FirstWithoutPods", store.StateRunning, newJob(1), nil, lut, nil},
+		{"NotDue", store.StateRunning, newJob(1, withLUT), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(59 * time.Second), nil},
+		{"Due", store.StateRunning, newJob(1, withLUT), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Minute),
+			&execTick{Since: &lut, Seconds: 60}},
+		{"DueTwoPods", store.StateRunning, newJob(2, withLUT),
+			map[int]*corev1.Pod{0: runningSince(0, t0), 1: runningSince(1, t0)}, lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 120}},
+		// A crawler's exit is counted at once.
+		{"Exit", store.StateComplete, newJob(1, withLUT), map[int]*corev1.Pod{0: exited(0, t0, lut.Add(10*time.Second))},
+			lut.Add(15 * time.Second), &execTick{Since: &lut, Seconds: 10}},
+		// Idle: due, but nothing ran since the last count, so nothing is
+		// written.
+		{"NothingRan", store.StateRunning, newJob(1, withLUT), map[int]*corev1.Pod{0: exited(0, t0, lut.Add(-time.Second))},
+			lut.Add(2 * time.Minute), nil},
+		// Waiting and paused crawls are charged nothing.
+		{"Waiting", store.StateWaitingCapacity, newJob(1, withLUT), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Hour), nil},
+		{"Starting", store.StateStarting, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, nil},
+		{"Paused", store.StatePausedTimeQuota, newJob(1, withLUT), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Hour), nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := plan{Reaches: c.state}
+			p.accountExec(c.job, observed{Now: c.now, Crawlers: c.crawler}, cfg)
+			switch {
+			case c.want == nil && p.Exec != nil:
+				t.Fatalf("tick %+v, want none", *p.Exec)
+			case c.want != nil && p.Exec == nil:
+				t.Fatalf("no tick, want %+v", *c.want)
+			case c.want != nil && (p.Exec.Seconds != c.want.Seconds || (p.Exec.Since == nil) != (c.want.Since == nil) ||
+				p.Exec.Since != nil && !p.Exec.Since.Equal(*c.want.Since)):
+				t.Fatalf("tick %+v, want %+v", *p.Exec, *c.want)
+			}
+		})
+	}
+}
+
+func TestQuotaPauseReason(t *testing.T) {
+	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	used := map[string]int64{"2026-12": 60}
+	cases := []struct {
+		name    string
+		org     store.Org
+		pending int64
+		want    string
+	}{
+		{"NoQuotas", store.Org{BytesStored: 1 << 40, ExecCounters: store.ExecCounters{MonthlyExecSeconds: used}}, 0, ""},
+		{"ExecReached", store.Org{Quotas: store.OrgQuotas{MaxExecMinutesPerMonth: 1},
+			ExecCounters: store.ExecCounters{MonthlyExecSeconds: used}}, 0, store.StatePausedTimeQuota},
+		{"StorageReached", store.Org{Quotas: store.OrgQuotas{StorageQuota: 100}, BytesStored: 100}, 0, store.StatePausedStorageQuota},
+		{"StorageWithPending", store.Org{Quotas: store.OrgQuotas{StorageQuota: 100}, BytesStored: 60}, 40, store.StatePausedStorageQuota},
+		{"StorageLeft", store.Org{Quotas: store.OrgQuotas{StorageQuota: 100}, BytesStored: 60}, 39, ""},
+		// Storage is checked first, as upstream.
+		{"Both", store.Org{Quotas: store.OrgQuotas{StorageQuota: 1, MaxExecMinutesPerMonth: 1}, BytesStored: 1,
+			ExecCounters: store.ExecCounters{MonthlyExecSeconds: used}}, 0, store.StatePausedStorageQuota},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := quotaPauseReason(&c.org, c.pending, now); got != c.want {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestSkipState(t *testing.T) {
+	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	used := store.ExecCounters{MonthlyExecSeconds: map[string]int64{"2026-12": 60}}
+	cases := []struct {
+		name string
+		org  store.Org
+		want string
+	}{
+		{"NoQuotas", store.Org{BytesStored: 5, ExecCounters: used}, ""},
+		{"Storage", store.Org{Quotas: store.OrgQuotas{StorageQuota: 5}, BytesStored: 5}, store.StateSkippedStorageQuota},
+		{"Exec", store.Org{Quotas: store.OrgQuotas{MaxExecMinutesPerMonth: 1}, ExecCounters: used}, store.StateSkippedTimeQuota},
+		{"BothStorageFirst", store.Org{Quotas: store.OrgQuotas{StorageQuota: 5, MaxExecMinutesPerMonth: 1}, BytesStored: 9,
+			ExecCounters: used}, store.StateSkippedStorageQuota},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := skipState(&c.org, now); got != c.want {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestDecideSkipsOverQuota: a crawl whose org is over a quota at its
+// first sync ends at once in the skipped state, with no children; a
+// crawl past its first sync is not skipped (it is paused instead).
+func TestDecideSkipsOverQuota(t *testing.T) {
+	o := observed{Now: t0, ConfigMapOK: true, OrgSlotFree: true, QuotaSkip: store.StateSkippedTimeQuota}
+	p := decide(newJob(1), o, testConfig())
+	if len(p.Transitions) != 1 || p.Transitions[0].To != store.StateSkippedTimeQuota || !p.Transitions[0].Finished ||
+		len(p.Children.CrawlerPods) != 0 || p.Children.RedisPod || !p.Teardown {
+		t.Fatalf("plan %+v", p)
+	}
+	started := newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.State = store.StateStarting }))
+	if p := decide(started, o, testConfig()); len(p.Transitions) != 0 && p.Transitions[0].To == store.StateSkippedTimeQuota {
+		t.Fatalf("skipped after its first sync: %+v", p.Transitions)
+	}
+}

@@ -1,0 +1,170 @@
+package operator_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/trawlerhq/trawler/sandbox"
+	"github.com/trawlerhq/trawler/sandbox/crawlersim"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// BenchmarkPauseResume (issue 29): 100 running crawls are paused at once,
+// as the API pauses them (the crawl document, then spec.pausedAt), and
+// later resumed at once. It reports the p99 from the request to the crawl
+// document's paused, which includes the simulator's pause upload (its
+// crawls-done message, recorded by the operator), and from the resume to
+// running again, which includes new crawler pods. Target: both ≤ 2 s.
+// The crawler side is the scale harness's: crawlersim.Fleet and shared
+// redis-servers, with the operator in this process.
+//
+//	go test -run '^$' -bench PauseResume -benchtime 1x ./operator/
+func BenchmarkPauseResume(b *testing.B) {
+	const n = 100
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := newHarness(b)
+	shared, err := sandbox.StartSharedRedis(ctx, b.TempDir(), 1, n+1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer shared.Stop()
+	fleet := crawlersim.NewFleet(crawlersim.FleetOptions{Locate: func(host string) (string, int, bool) {
+		db, ok := shared.Locate(host)
+		return db.Addr, db.DB, ok
+	}})
+	fleet.SetBusy(func(string) bool { return true })
+	fleetDone := make(chan struct{})
+	go func() { defer close(fleetDone); fleet.Run(ctx) }()
+	defer func() { cancel(); <-fleetDone }()
+	crawlerImage, redisImage := "pause/"+h.ns+"/crawler", "pause/"+h.ns+"/redis"
+	h.env.Kubelet.Register(crawlerImage, fleet.Program())
+	h.env.Kubelet.Register(redisImage, shared.Program(h.env.Kubelet.DNS()))
+	h.startOperator(scaleConfig(h.config(), shared.ResolverURL(), crawlerImage, redisImage))
+
+	jobs := h.benchCrawls(n)
+	ids := make([]string, n)
+	for i, j := range jobs {
+		ids[i] = j.Spec.ID
+	}
+	h.createJobs(jobs)
+	cs := h.crawlStates(ids)
+	h.waitAll(cs, 5*time.Minute, store.StateRunning, nil)
+	// A page each at least, so every pause uploads a WACZ.
+	h.waitFor("a page done in every crawl", 2*time.Minute, func() bool {
+		n, err := cs.coll.CountDocuments(context.Background(), bson.M{"_id": bson.M{"$in": ids}, "stats.done": bson.M{"$gt": 0}})
+		return err == nil && n == int64(len(ids))
+	})
+
+	b.ResetTimer()
+	paused := h.timeAll(cs, false, store.StatePaused)
+	resumed := h.timeAll(cs, true, store.StateRunning)
+	b.StopTimer()
+	b.Logf("pause -> paused: %s", summary(paused))
+	b.Logf("resume -> running: %s", summary(resumed))
+	b.ReportMetric(percentile(paused, 0.99).Seconds(), "pause-p99-s")
+	b.ReportMetric(percentile(resumed, 0.99).Seconds(), "resume-p99-s")
+}
+
+// crawlStates reads the state of every crawl in ids with one query, so
+// the bench's polling costs the shared MongoDB little.
+type crawlStates struct {
+	coll *mongo.Collection
+	ids  []string
+}
+
+func (h *harness) crawlStates(ids []string) *crawlStates {
+	h.t.Helper()
+	client, err := mongo.Connect(options.Client().ApplyURI(h.env.MongoURI()).SetRegistry(store.Registry()))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+	return &crawlStates{coll: client.Database(h.dbName).Collection("crawls"), ids: ids}
+}
+
+// read returns each crawl's state by id.
+func (cs *crawlStates) read() (map[string]string, error) {
+	cur, err := cs.coll.Find(context.Background(), bson.M{"_id": bson.M{"$in": cs.ids}},
+		options.Find().SetProjection(bson.M{"state": 1}))
+	if err != nil {
+		return nil, err
+	}
+	var docs []struct {
+		ID    string `bson:"_id"`
+		State string `bson:"state"`
+	}
+	if err := cur.All(context.Background(), &docs); err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(docs))
+	for _, d := range docs {
+		out[d.ID] = d.State
+	}
+	return out, nil
+}
+
+// waitAll waits until every crawl's document is in state, reading them
+// every quarter second.
+func (h *harness) waitAll(cs *crawlStates, timeout time.Duration, state string, seen func(id string)) {
+	h.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		states, err := cs.read()
+		all := err == nil
+		for _, id := range cs.ids {
+			if states[id] == state {
+				if seen != nil {
+					seen(id)
+				}
+			} else {
+				all = false
+			}
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out after %v waiting for every crawl %s (%v)", timeout, state, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// timeAll pauses (or resumes) every crawl at once and returns, per crawl,
+// the time from its request to its document showing state.
+func (h *harness) timeAll(cs *crawlStates, resume bool, state string) []time.Duration {
+	h.t.Helper()
+	ids := cs.ids
+	asked := make([]time.Time, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			asked[i] = time.Now()
+			errs[i] = h.askPause(id, resume)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		h.t.Fatal(err)
+	}
+	index := map[string]int{}
+	for i, id := range ids {
+		index[id] = i
+	}
+	took := make([]time.Duration, len(ids))
+	h.waitAll(cs, 5*time.Minute, state, func(id string) {
+		if i := index[id]; took[i] == 0 {
+			took[i] = time.Since(asked[i])
+		}
+	})
+	return took
+}

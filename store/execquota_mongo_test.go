@@ -1,0 +1,136 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/trawlerhq/trawler/sandbox/mongotest"
+	"github.com/trawlerhq/trawler/store"
+)
+
+// charge is one accounting tick of crawl id: seconds since since, at at.
+func charge(t *testing.T, m *mongotest.DB, id string, since *time.Time, at time.Time, seconds int64) store.ExecTick {
+	t.Helper()
+	tick, err := m.ChargeCrawlExec(context.Background(), id, since, at, seconds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tick
+}
+
+// TestChargeCrawlExec: ticks charge the crawl and its org, the monthly
+// quota first, then the gifted, then the extra minutes (upstream-2026
+// §6.5); a tick repeated with a stale last count charges nothing; the
+// quota updates of §6.2 move the available seconds.
+func TestChargeCrawlExec(t *testing.T) {
+	ctx := context.Background()
+	m := mongotest.Open(t)
+	org := mustOrg(t, m, "exec")
+	wf := mustWorkflow(t, m, org.ID, "wf", "https://example.com/")
+	mustCrawl(t, m, wf, "c1", now())
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	month := "2026-12"
+
+	// Without a quota, seconds go to crawlExecSeconds only. The first
+	// count finds no _lut (the operator started the clock itself).
+	tick := charge(t, m, "c1", &t0, t0.Add(time.Minute), 60)
+	if !tick.Counted || tick.CrawlExecSeconds != 60 || !tick.LastUpdate.Equal(t0.Add(time.Minute)) ||
+		tick.Org == nil || tick.Org.CrawlExecSeconds[month] != 60 || len(tick.Org.MonthlyExecSeconds) != 0 {
+		t.Fatalf("first tick: %+v org %+v", tick, tick.Org)
+	}
+	// A stale tick (the status that knew of the first was lost) adopts
+	// what is stored and charges nothing.
+	stale := charge(t, m, "c1", &t0, t0.Add(90*time.Second), 90)
+	if stale.Counted || stale.CrawlExecSeconds != 60 || !stale.LastUpdate.Equal(t0.Add(time.Minute)) || stale.Org != nil {
+		t.Fatalf("stale tick: %+v", stale)
+	}
+
+	// The quotas of upstream's nightly test, set after the org used 60 s.
+	for _, u := range []store.QuotasUpdate{
+		{MaxExecMinutesPerMonth: ptr[int64](1), Modified: t0},
+		{ExtraExecMinutes: ptr[int64](2), GiftedExecMinutes: ptr[int64](1), Modified: t0},
+	} {
+		if err := m.UpdateOrgQuotas(ctx, org.ID, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o, err := m.GetOrg(ctx, org.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ExtraExecSecondsAvailable != 120 || o.GiftedExecSecondsAvailable != 60 || len(o.ExtraExecSeconds) != 0 ||
+		len(o.GiftedExecSeconds) != 0 || len(o.QuotaUpdates) != 2 || o.Quotas.MaxExecMinutesPerMonth != 1 {
+		t.Fatalf("org after the quota updates: %+v", o)
+	}
+	if o.ExecMinutesQuotaReached(t0) {
+		t.Fatal("quota reached before any charge to it")
+	}
+
+	// Seconds used before the quota was set do not count against it: the
+	// month fills first, then the gifted minutes, then the extra ones.
+	last := t0.Add(time.Minute)
+	steps := []struct {
+		seconds                          int64
+		monthly, gifted, extra           int64
+		giftedAvail, extraAvail          int64
+		reached                          bool
+		crawlExecSeconds, orgExecSeconds int64
+	}{
+		{50, 50, 0, 0, 60, 120, false, 110, 110},
+		{40, 60, 30, 0, 30, 120, false, 150, 150},
+		{60, 60, 60, 30, 0, 90, false, 210, 210},
+		{120, 60, 60, 120, 0, 0, true, 330, 330},
+		// Over everything: only crawlExecSeconds grows.
+		{10, 60, 60, 120, 0, 0, true, 340, 340},
+	}
+	for i, s := range steps {
+		at := last.Add(time.Duration(s.seconds) * time.Second)
+		tick := charge(t, m, "c1", &last, at, s.seconds)
+		o := tick.Org
+		if !tick.Counted || tick.CrawlExecSeconds != s.crawlExecSeconds || o == nil {
+			t.Fatalf("step %d: %+v", i, tick)
+		}
+		if o.MonthlyExecSeconds[month] != s.monthly || o.GiftedExecSeconds[month] != s.gifted ||
+			o.ExtraExecSeconds[month] != s.extra || o.GiftedExecSecondsAvailable != s.giftedAvail ||
+			o.ExtraExecSecondsAvailable != s.extraAvail || o.CrawlExecSeconds[month] != s.orgExecSeconds {
+			t.Fatalf("step %d: org counters %+v", i, o.ExecCounters)
+		}
+		if got := o.ExecMinutesQuotaReached(at); got != s.reached {
+			t.Fatalf("step %d: quota reached %v, want %v", i, got, s.reached)
+		}
+		last = at
+	}
+	if c, err := m.GetCrawlByID(ctx, "c1"); err != nil || c.CrawlExecSeconds != 340 || !c.LastExecUpdate.Equal(last) {
+		t.Fatalf("crawl: %+v, %v", c, err)
+	}
+
+	// Raising the extra minutes makes seconds available again.
+	if err := m.UpdateOrgQuotas(ctx, org.ID, store.QuotasUpdate{ExtraExecMinutes: ptr[int64](3), Modified: last}); err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := m.GetOrg(ctx, org.ID); o.ExtraExecSecondsAvailable != 60 || o.ExecMinutesQuotaReached(last) {
+		t.Fatalf("after raising the extra minutes: %+v", o.ExecCounters)
+	}
+}
+
+// TestClaimAutoPauseEmail: the owners are told once per automatic pause;
+// the owners' addresses come from the org's members.
+func TestClaimAutoPauseEmail(t *testing.T) {
+	ctx := context.Background()
+	m := mongotest.Open(t)
+	org := mustOrg(t, m, "mail")
+	wf := mustWorkflow(t, m, org.ID, "wf", "https://example.com/")
+	mustCrawl(t, m, wf, "c1", now())
+	for i, want := range []bool{true, false} {
+		if got, err := m.ClaimAutoPauseEmail(ctx, "c1"); err != nil || got != want {
+			t.Fatalf("claim %d: %v, %v; want %v", i, got, err, want)
+		}
+	}
+	if _, err := m.ClaimAutoPauseEmail(ctx, "nope"); err == nil {
+		t.Fatal("claim of an unknown crawl succeeded")
+	}
+	if err := m.RequestCrawlPause(ctx, "c1", now()); err != nil {
+		t.Fatal(err)
+	}
+}
