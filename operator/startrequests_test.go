@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -44,7 +45,8 @@ func TestStartRequests(t *testing.T) {
 	before := h.apiServerRequestsBy(byCode)
 	writes := h.statusWritesUntilRunning(n)
 	h.createJobs(jobs)
-	perCrawl := <-writes
+	seen := <-writes
+	perCrawl := seen.writes
 	after := h.apiServerRequestsBy(byCode)
 	t.Logf("requests: %s", diffCounts(before, after))
 
@@ -89,14 +91,56 @@ func TestStartRequests(t *testing.T) {
 		"%g status writes in all until the last crawl ran", total, most, statusWrites)
 	if most > 3 {
 		t.Errorf("a crawl took %d status writes from create to running, want at most 3", most)
+		for name, w := range perCrawl {
+			if w > 3 {
+				t.Logf("%s's statuses until running:\n%s", name, strings.Join(seen.statuses[name], "\n"))
+			}
+		}
 	}
+}
+
+// TestSlowStartStillThreeStatusWrites: when the store answers a crawl's
+// start slower than a pass waits for it, the crawl still goes from create
+// to running in at most 3 status writes. The pass that took no answer
+// used to write the status it had (runningSince set, still starting), and
+// the pass the answer brought wrote running: 4.
+func TestSlowStartStillThreeStatusWrites(t *testing.T) {
+	const n = 5
+	h := newHarness(t)
+	jobs := h.benchJobs(n)
+	slow := map[string]bool{}
+	for _, j := range jobs {
+		slow[j.Spec.ID] = true
+	}
+	deps := h.deps()
+	deps.Store = slowStore{CrawlStore: h.store, slow: slow, delay: time.Second}
+	cfg := stubConfig(h.config(), h.env.Redis.Addr())
+	cfg.StartingTimeout = 3 * time.Minute
+	cfg.StoreTimeout = 10 * time.Second
+	op := h.startOperatorWith(cfg, deps)
+	h.waitFor("informer caches", time.Minute, op.HasSynced)
+	writes := h.statusWritesUntilRunning(n)
+	h.createJobs(jobs)
+	seen := <-writes
+	for name, w := range seen.writes {
+		if w > 3 {
+			t.Errorf("%s took %d status writes from create to running, want at most 3:\n%s", name, w, strings.Join(seen.statuses[name], "\n"))
+		}
+	}
+}
+
+// startWrites are the status writes of each crawl until it ran: how many,
+// and each status written (JSON), so that a failure says which were extra.
+type startWrites struct {
+	writes   map[string]int
+	statuses map[string][]string
 }
 
 // statusWritesUntilRunning watches the namespace's CrawlJobs and, once n
 // of them run, yields how many times each one's status changed until it
 // ran: every write of a changed status is one watch event, and a write
 // that changes nothing makes none.
-func (h *harness) statusWritesUntilRunning(n int) <-chan map[string]int {
+func (h *harness) statusWritesUntilRunning(n int) <-chan startWrites {
 	h.t.Helper()
 	ctx := context.Background()
 	list, err := h.trawler.TrawlerV1().CrawlJobs(h.ns).List(ctx, metav1.ListOptions{})
@@ -113,17 +157,18 @@ func (h *harness) statusWritesUntilRunning(n int) <-chan map[string]int {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	out := make(chan map[string]int, 1)
+	out := make(chan startWrites, 1)
 	go func() {
 		defer rw.Stop()
 		writes, last, running := map[string]int{}, map[string]trawlerv1.CrawlJobStatus{}, map[string]bool{}
+		statuses := map[string][]string{}
 		deadline := time.After(3 * time.Minute)
 		for len(running) < n {
 			select {
 			case ev, ok := <-rw.ResultChan():
 				if !ok {
 					h.t.Errorf("the watch ended with %d of %d crawls running", len(running), n)
-					out <- writes
+					out <- startWrites{writes, statuses}
 					return
 				}
 				j, isJob := ev.Object.(*trawlerv1.CrawlJob)
@@ -132,16 +177,18 @@ func (h *harness) statusWritesUntilRunning(n int) <-chan map[string]int {
 				}
 				last[j.Name] = j.Status
 				writes[j.Name]++
+				js, _ := json.Marshal(j.Status)
+				statuses[j.Name] = append(statuses[j.Name], string(js))
 				if j.Status.State == store.StateRunning {
 					running[j.Name] = true
 				}
 			case <-deadline:
 				h.t.Errorf("only %d of %d crawls running after 3 minutes", len(running), n)
-				out <- writes
+				out <- startWrites{writes, statuses}
 				return
 			}
 		}
-		out <- writes
+		out <- startWrites{writes, statuses}
 	}()
 	return out
 }

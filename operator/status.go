@@ -248,6 +248,14 @@ func needsStatusUpdate(old, cur trawlerv1.CrawlJobStatus) statusUpdate {
 	return stateUpdate
 }
 
+// changesChildren reports whether cur records what a pass did to the
+// crawl's pods that the next pass must see to not do it again: the scale
+// applied, a restart carried out, crawler restarts counted.
+func changesChildren(old, cur trawlerv1.CrawlJobStatus) bool {
+	return old.Scale != cur.Scale || old.RestartTime != cur.RestartTime ||
+		old.CrawlerRestarts != cur.CrawlerRestarts || old.RestartsAtProgress != cur.RestartsAtProgress
+}
+
 // withoutProgress returns a copy of st without its progress fields.
 func withoutProgress(st trawlerv1.CrawlJobStatus) trawlerv1.CrawlJobStatus {
 	st.PagesFound, st.PagesDone, st.Size, st.SizeHuman = 0, 0, 0, ""

@@ -138,6 +138,34 @@ func TestNeedsStatusUpdate(t *testing.T) {
 	}
 }
 
+// TestChangesChildren: while a state transition waits for the store, only
+// a status recording what was done to the pods is written before it.
+func TestChangesChildren(t *testing.T) {
+	base := newJob(1, runningStatus(store.StateStarting, 1)).Status
+	tests := []struct {
+		name   string
+		change func(*trawlerv1.CrawlJobStatus)
+		want   bool
+	}{
+		{"nothing", func(*trawlerv1.CrawlJobStatus) {}, false},
+		{"running since", func(s *trawlerv1.CrawlJobStatus) { s.RunningSince = mtime(t0) }, false},
+		{"pods and progress", func(s *trawlerv1.CrawlJobStatus) { s.Pods, s.SizeHuman = map[string]trawlerv1.PodStatus{"redis": {Phase: "Pending"}}, "0 Bytes" }, false},
+		{"scale", func(s *trawlerv1.CrawlJobStatus) { s.Scale = 2 }, true},
+		{"restart carried out", func(s *trawlerv1.CrawlJobStatus) { s.RestartTime = "2026-11-30T12:00:30Z" }, true},
+		{"crawler restarts", func(s *trawlerv1.CrawlJobStatus) { s.CrawlerRestarts = 1 }, true},
+		{"restarts at progress", func(s *trawlerv1.CrawlJobStatus) { s.RestartsAtProgress = 1 }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cur := *base.DeepCopy()
+			tt.change(&cur)
+			if got := changesChildren(base, cur); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 // TestCrawlStatus covers the one function that assembles a CrawlJob's
 // status: from the status last written, decide's plan and what the pass
 // observed, the store's answers included.

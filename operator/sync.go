@@ -83,8 +83,14 @@ func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) er
 	// Every pass writes a state change it made, whatever else it did: the
 	// pass that recreates a restarted crawl's pods writes restartTime with
 	// them, or the next one would see the restart pending and delete the
-	// new pods again. Progress alone waits for the write budget.
-	errs = append(errs, c.writeStatus(ctx, key, cj, st, class))
+	// new pods again. Progress alone waits for the write budget. While the
+	// store has yet to answer a state transition, the status would be
+	// superseded by the pass its answer brings (a starting crawl would
+	// show runningSince, then running): that pass writes both at once,
+	// unless this one changed the children the next pass must see.
+	if !c.calls.inFlight(key) || changesChildren(cj.Status, st) {
+		errs = append(errs, c.writeStatus(ctx, key, cj, st, class))
+	}
 
 	if st.Finished != nil {
 		later, err := c.wrapUp(ctx, key, cj, st, p, o)

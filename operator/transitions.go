@@ -40,6 +40,22 @@ func (tc *transitionCalls) forget(key string) {
 	tc.mu.Unlock()
 }
 
+// inFlight reports whether key's call is still waiting for the store.
+func (tc *transitionCalls) inFlight(key string) bool {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	call := tc.m[key]
+	if call == nil {
+		return false
+	}
+	select {
+	case <-call.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // take removes and returns key's call when it is done, else (still in
 // flight) returns it and false.
 func (tc *transitionCalls) take(key string) (*transitionCall, bool) {
