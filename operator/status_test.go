@@ -149,7 +149,9 @@ func TestChangesChildren(t *testing.T) {
 	}{
 		{"nothing", func(*trawlerv1.CrawlJobStatus) {}, false},
 		{"running since", func(s *trawlerv1.CrawlJobStatus) { s.RunningSince = mtime(t0) }, false},
-		{"pods and progress", func(s *trawlerv1.CrawlJobStatus) { s.Pods, s.SizeHuman = map[string]trawlerv1.PodStatus{"redis": {Phase: "Pending"}}, "0 Bytes" }, false},
+		{"pods and progress", func(s *trawlerv1.CrawlJobStatus) {
+			s.Pods, s.SizeHuman = map[string]trawlerv1.PodStatus{"redis": {Phase: "Pending"}}, "0 Bytes"
+		}, false},
 		{"scale", func(s *trawlerv1.CrawlJobStatus) { s.Scale = 2 }, true},
 		{"restart carried out", func(s *trawlerv1.CrawlJobStatus) { s.RestartTime = "2026-11-30T12:00:30Z" }, true},
 		{"crawler restarts", func(s *trawlerv1.CrawlJobStatus) { s.CrawlerRestarts = 1 }, true},
