@@ -180,7 +180,7 @@ func (s *Server) createCrawlConfig(c echo.Context) error {
 	if in.RunNow != nil && *in.RunNow {
 		id, err := s.startIdleCrawl(ctx, org, wf, user.ID, true)
 		switch {
-		case errors.Is(err, errStorageQuotaReached), errors.Is(err, errExecQuotaReached):
+		case errors.Is(err, errStorageQuotaReached), errors.Is(err, errExecQuotaReached), errors.Is(err, errOrgReadOnly):
 			// The workflow is created all the same; the quota flags and
 			// errorDetail say why it did not run.
 			out.ErrorDetail = errorDetailOf(err)

@@ -235,6 +235,7 @@ var (
 	errCrawlAlreadyRunning = badRequest("crawl_already_running")
 	errStorageQuotaReached = forbidden("storage_quota_reached")
 	errExecQuotaReached    = forbidden("exec_minutes_quota_reached")
+	errOrgReadOnly         = forbidden("org_set_to_read_only")
 )
 
 // startIdleCrawl starts a crawl of wf, for a user's "run" and for the
@@ -270,10 +271,12 @@ func (s *Server) startIdleCrawl(ctx context.Context, org *store.Org, wf *store.C
 	return id, nil
 }
 
-// quotaAllowsStart checks the org's quotas before a start: storage, then
-// execution time (upstream-2026 §6.6).
+// quotaAllowsStart checks the org before a start: read-only, then its
+// quotas, storage first, then execution time (upstream-2026 §6.6).
 func (s *Server) quotaAllowsStart(org *store.Org) error {
 	switch {
+	case org.ReadOnly:
+		return errOrgReadOnly
 	case org.StorageQuotaReached():
 		return errStorageQuotaReached
 	case org.ExecMinutesQuotaReached(s.now()):

@@ -54,6 +54,9 @@ type Store interface {
 	ChangeOrgMember(ctx context.Context, id, uid uuid.UUID, role *store.Role) error
 	UpdateOrgQuotas(ctx context.Context, id uuid.UUID, u store.QuotasUpdate) error
 	SetOrgProxies(ctx context.Context, id uuid.UUID, allowShared bool, allowed []string) error
+	StartSeedFileCleanup(ctx context.Context, now time.Time) (*store.BackgroundJob, error)
+	SeedFilesCreatedBefore(ctx context.Context, t time.Time) ([]store.SeedFile, error)
+	SetOrgReadOnly(ctx context.Context, id uuid.UUID, readOnly bool, reason string) error
 	SetOrgWebhooks(ctx context.Context, id uuid.UUID, urls map[string]string, origin string) error
 	GetDefaultOrg(ctx context.Context) (*store.Org, error)
 	SetOrgStorage(ctx context.Context, id uuid.UUID, st store.Storage) error
@@ -98,6 +101,7 @@ type Store interface {
 	SetCrawlScale(ctx context.Context, oid uuid.UUID, id string, scale int) error
 	SetCrawlConfig(ctx context.Context, oid uuid.UUID, id string, cfg store.RawCrawlConfig) error
 	SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra store.CrawlStateExtra) (bool, *store.Crawl, error)
+	ClearCanceledCrawlFiles(ctx context.Context, crawlID string) error
 	DeleteCrawls(ctx context.Context, oid uuid.UUID, ids []string) (*store.DeleteResult, error)
 	CrawlSearchValues(ctx context.Context, oid uuid.UUID, types []string) (*store.SearchValues, error)
 	ListCrawlErrors(ctx context.Context, crawlID string, p store.Paging) ([]string, int64, error)

@@ -100,6 +100,9 @@ type orgOut struct {
 	// The crawler proxies the org may use (upstream HEAD's fields).
 	AllowSharedProxies bool     `json:"allowSharedProxies"`
 	AllowedProxies     []string `json:"allowedProxies"`
+	// Read-only mode (upstream's fields).
+	ReadOnly       bool    `json:"readOnly"`
+	ReadOnlyReason *string `json:"readOnlyReason"`
 
 	// The execution-time counters (upstream-2026 §6.1); the month maps
 	// are {} for viewers, as upstream.
@@ -123,6 +126,7 @@ func toOrgOut(o *store.Org, role store.Role, members map[uuid.UUID]store.User) o
 		BytesStoredSeedFiles: o.BytesStoredSeedFiles,
 		WebhookURLs:          toWebhookURLs(o.WebhookURLs), Quotas: toQuotasOut(o.Quotas),
 		AllowSharedProxies: o.AllowSharedProxies, AllowedProxies: nonNil(o.AllowedProxies),
+		ReadOnly: o.ReadOnly, ReadOnlyReason: nonEmpty(o.ReadOnlyReason),
 		GiftedExecSecondsAvailable: o.GiftedExecSecondsAvailable, ExtraExecSecondsAvailable: o.ExtraExecSecondsAvailable,
 		CrawlExecSeconds: map[string]int64{}, MonthlyExecSeconds: nonNilMonths(o.MonthlyExecSeconds),
 		GiftedExecSeconds: nonNilMonths(o.GiftedExecSeconds), ExtraExecSeconds: nonNilMonths(o.ExtraExecSeconds),

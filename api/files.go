@@ -134,6 +134,32 @@ func (s *Server) deleteFiles(ctx context.Context, org *store.Org, crawls []*stor
 	return nil
 }
 
+// DeleteCanceledCrawlFiles deletes the stored files of a canceled crawl
+// and then empties its file list (upstream-2026 §1.9: a crawl canceled
+// while paused keeps neither its pause WACZs nor their records). The
+// operator calls it before the post-crawl tasks; it is idempotent, and a
+// crawl in any other state is left alone.
+func (s *Server) DeleteCanceledCrawlFiles(ctx context.Context, crawlID string) error {
+	crawl, err := s.store.GetCrawlByID(ctx, crawlID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if crawl.State != store.StateCanceled || len(crawl.Files) == 0 {
+		return nil
+	}
+	org, err := s.store.GetOrg(ctx, crawl.OID)
+	if err != nil {
+		return err
+	}
+	if err := s.deleteFiles(ctx, org, []*store.Crawl{crawl}); err != nil {
+		return err
+	}
+	return s.store.ClearCanceledCrawlFiles(ctx, crawlID)
+}
+
 func fileDeletionError(cause error) error {
 	return &apiError{status: http.StatusServiceUnavailable, detail: "file_deletion_error",
 		cause: fmt.Errorf("deleting stored files: %w", cause)}

@@ -37,6 +37,8 @@ func TestOrgSerializationByRole(t *testing.T) {
 		"storageQuotaReached": false, "execMinutesQuotaReached": false,
 		// Added with crawler proxies, as upstream's org answers have them today.
 		"allowSharedProxies": false, "allowedProxies": []any{},
+		// Added with read-only orgs, as upstream's.
+		"readOnly": false, "readOnlyReason": nil,
 	}
 	updates := 0
 	// withoutUpdates drops the quota history, whose times vary, after

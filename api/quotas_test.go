@@ -158,3 +158,48 @@ func TestExecQuotaEnforced(t *testing.T) {
 		t.Fatalf("workflow after a skipped crawl: %v", wf)
 	}
 }
+
+// TestOrgReadOnly: POST /orgs/{oid}/read-only is the superuser's; a
+// read-only org shows it, is refused runs (before the quotas) and seed
+// files with 403 org_set_to_read_only, gets a runNow workflow created
+// without its crawl, and its scheduled crawls start nothing; set
+// writable again, the reason goes and runs start.
+func TestOrgReadOnly(t *testing.T) {
+	e := newEnv(t)
+	body := workflowBody("read-only", false)
+	body["schedule"] = "0 0 * * *"
+	cid := e.createWorkflow(asCrawler, body)["id"].(string)
+	path := e.orgPath("/read-only")
+	e.wantDetail(e.do(asOwner, "POST", path, map[string]any{"readOnly": true}), 403, "Not Allowed")
+	e.want422(e.do(asAdmin, "POST", path, map[string]any{"readOnlyReason": "x"}), "readOnly", "field required")
+	if out := e.mustJSON(asAdmin, "POST", path, map[string]any{"readOnly": true, "readOnlyReason": "unpaid"}, 200); out["updated"] != true {
+		t.Fatalf("set read-only: %v", out)
+	}
+	if o := e.mustJSON(asViewer, "GET", e.orgPath(""), nil, 200); o["readOnly"] != true || o["readOnlyReason"] != "unpaid" {
+		t.Fatalf("org: readOnly %v, reason %v", o["readOnly"], o["readOnlyReason"])
+	}
+
+	// Read-only comes before the quotas.
+	e.mustJSON(asAdmin, "POST", e.orgPath("/quotas"), map[string]any{"maxExecMinutesPerMonth": 1}, 200)
+	e.setOrgFields(map[string]any{"monthlyExecSeconds." + time.Now().UTC().Format("2006-01"): 60})
+	launched := e.launcher.count()
+	e.wantDetail(e.do(asCrawler, "POST", e.orgPath("/crawlconfigs/"+cid+"/run"), nil), 403, "org_set_to_read_only")
+	added := e.createWorkflow(asCrawler, workflowBody("run now read-only", true))
+	if added["added"] != true || added["run_now_job"] != nil || added["errorDetail"] != "org_set_to_read_only" {
+		t.Fatalf("runNow while read-only: %v", added)
+	}
+	e.wantDetail(e.do(asCrawler, "PUT", e.orgPath("/files/seedFile?filename=seeds.txt"), "https://example.com/\n"), 403, "org_set_to_read_only")
+	e.srv.Scheduler().fire(e.org, uuid.MustParse(cid))
+	if crawls := e.crawlsOf(cid); len(crawls) != 0 || e.launcher.count() != launched {
+		t.Fatalf("scheduled run of a read-only org: %v", crawls)
+	}
+
+	e.mustJSON(asAdmin, "POST", path, map[string]any{"readOnly": false, "readOnlyReason": "ignored"}, 200)
+	e.mustJSON(asAdmin, "POST", e.orgPath("/quotas"), map[string]any{"maxExecMinutesPerMonth": 0}, 200)
+	if o := e.mustJSON(asOwner, "GET", e.orgPath(""), nil, 200); o["readOnly"] != false || o["readOnlyReason"] != nil {
+		t.Fatalf("org writable again: readOnly %v, reason %v", o["readOnly"], o["readOnlyReason"])
+	}
+	if out := e.mustJSON(asCrawler, "POST", e.orgPath("/crawlconfigs/"+cid+"/run"), nil, 200); out["started"] == nil {
+		t.Fatalf("run once writable: %v", out)
+	}
+}

@@ -84,6 +84,9 @@ func roleMatrixBody(r route, role string) any {
 		return map[string]any{"email": "nobody@example.com"}
 	case strings.HasSuffix(r.path, "/quotas"):
 		return map[string]any{}
+	case strings.HasSuffix(r.path, "/read-only"):
+		// Writable, so that the matrix's later runs are not refused.
+		return map[string]any{"readOnly": false}
 	case strings.HasSuffix(r.path, "/proxies"):
 		return map[string]any{"allowSharedProxies": false, "allowedProxies": []string{}}
 	case strings.HasSuffix(r.path, "/rename"):

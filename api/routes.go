@@ -158,6 +158,7 @@ func (s *Server) routes() []route {
 		{patch, org + "/user-role", accessOrgOwner, s.setOrgUserRole, "Change a member's role", "orgs", userRoleIn{}, updatedOut{}, nil},
 		{post, org + "/remove", accessOrgOwner, s.removeOrgUser, "Remove a member", "orgs", removeUserIn{}, removedOut{}, nil},
 		{post, org + "/quotas", accessOrgSuperuser, s.setOrgQuotas, "Set the org's quotas", "orgs", quotasIn{}, updatedOut{}, nil},
+		{post, org + "/read-only", accessOrgSuperuser, s.setOrgReadOnly, "Set the org read-only or writable again", "orgs", orgReadOnlyIn{}, updatedOut{}, nil},
 		{post, org + "/proxies", accessOrgOwnerSuperuserHead, s.setOrgProxies, "Set the crawler proxies the org may use", "orgs", orgProxiesIn{}, updatedOut{}, nil},
 		{post, org + "/invite", accessOrgOwner, s.invite, "Invite someone to the org by e-mail", "orgs", inviteIn{}, invitedOut{}, nil},
 		{get, org + "/invites", accessOrgOwner, s.listOrgInvites, "The org's pending invites of people without an account", "orgs", nil, pageOut[inviteOut]{}, pageQ},

@@ -67,10 +67,43 @@ func (sc *Scheduler) Start(ctx context.Context) error {
 		return err
 	}
 	ctx, sc.stop = context.WithCancel(ctx)
+	sc.scheduleSeedFileCleanup(ctx)
 	sc.done = make(chan struct{})
 	sc.cron.Start()
 	go sc.loop(ctx, sc.cron, sc.done)
 	return nil
+}
+
+// scheduleSeedFileCleanup adds the seed-file cleanup to the cron, when
+// it has a schedule. A schedule that does not parse is logged: the
+// crawls' schedules run all the same.
+func (sc *Scheduler) scheduleSeedFileCleanup(ctx context.Context) {
+	spec := sc.srv.cfg.SeedFileCleanupSchedule
+	if spec == "" {
+		return
+	}
+	when, err := cron.ParseStandard(spec)
+	if err != nil {
+		sc.srv.log.Error("seed-file cleanup not scheduled", "seed_files.cleanup_schedule", spec, "err", err)
+		return
+	}
+	sc.cron.Schedule(when, cron.FuncJob(func() {
+		job, err := sc.srv.cleanupSeedFiles(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			sc.srv.log.Error("seed-file cleanup failed", "job", jobID(job), "err", err)
+		case err == nil:
+			sc.srv.log.Info("seed-file cleanup done", "job", jobID(job))
+		}
+	}))
+}
+
+// jobID is job's id, or "" when there is none.
+func jobID(job *store.BackgroundJob) string {
+	if job == nil {
+		return ""
+	}
+	return job.ID
 }
 
 // Stop stops scheduling and waits for starts in progress to finish.
@@ -185,6 +218,8 @@ func (sc *Scheduler) fire(oid, cid uuid.UUID) {
 	switch {
 	case errors.Is(err, errCrawlAlreadyRunning):
 		log.Info("scheduled crawl skipped: the workflow's previous crawl is still active")
+	case errors.Is(err, errOrgReadOnly):
+		log.Info("scheduled crawl skipped: the org is read-only")
 	case errors.Is(err, errStorageQuotaReached), errors.Is(err, errExecQuotaReached):
 		state := store.StateSkippedStorageQuota
 		if errors.Is(err, errExecQuotaReached) {

@@ -65,6 +65,9 @@ func (s *Server) putSeedFile(c echo.Context) error {
 		return validationError{missingField("query", "filename")}
 	}
 	ctx, org, user := c.Request().Context(), currentOrg(c), currentUser(c)
+	if org.ReadOnly {
+		return errOrgReadOnly
+	}
 	if org.StorageQuotaReached() {
 		return errStorageQuotaReached
 	}

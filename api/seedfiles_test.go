@@ -256,3 +256,52 @@ func TestSeedFileWorkflows(t *testing.T) {
 	e.mustJSON(asCrawler, "PATCH", path+cid2, map[string]any{"config": map[string]any{"seedFileId": fid}}, 200)
 	e.wantDetail(e.do(asViewer, "GET", e.orgPath("/files/"+other), nil), 404, "file_not_found")
 }
+
+// TestSeedFileCleanup (upstream-2026 §4.5): a cleanup run deletes, object
+// and document, the seed files older than the limit that no workflow or
+// crawl references, recounts the org's bytes and records a successful
+// run in jobs; a referenced file and a newer one stay.
+func TestSeedFileCleanup(t *testing.T) {
+	e := seedFileEnv(t)
+	ctx := context.Background()
+	upload := func(filename string) (id, name string) {
+		t.Helper()
+		id, _ = get(e.putSeedFile(asCrawler, "?filename="+filename, []byte(twoSeeds)).JSON(), "id").(string)
+		f := e.mustJSON(asViewer, "GET", e.orgPath("/files/"+id), nil, 200)
+		return id, f["name"].(string)
+	}
+	used, usedName := upload("used.txt")
+	unused, unusedName := upload("unused.txt")
+	e.createWorkflow(asCrawler, seedFileWorkflow("uses a file", used, "test"))
+
+	// Nothing is old enough yet.
+	e.srv.cfg.SeedFileCleanupAfter = time.Hour
+	if _, err := e.srv.cleanupSeedFiles(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e.stored(unusedName) == "" {
+		t.Fatal("a new seed file was cleaned up")
+	}
+
+	e.srv.cfg.SeedFileCleanupAfter = -time.Minute // every file is older than "a minute from now"
+	job, err := e.srv.cleanupSeedFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wantDetail(e.do(asViewer, "GET", e.orgPath("/files/"+unused), nil), 404, "file_not_found")
+	if e.stored(unusedName) != "" {
+		t.Error("the unused file's object remains")
+	}
+	if e.stored(usedName) != twoSeeds {
+		t.Error("the used file's object is gone")
+	}
+	e.mustJSON(asViewer, "GET", e.orgPath("/files/"+used), nil, 200)
+	if o := e.orgDoc(); o.BytesStoredSeedFiles != int64(len(twoSeeds)) {
+		t.Errorf("seed-file bytes %d after the cleanup, want the used file's %d", o.BytesStoredSeedFiles, len(twoSeeds))
+	}
+	rec := e.mustJSON(asAdmin, "GET", "/api/orgs/all/jobs/"+job.ID, nil, 200)
+	if rec["type"] != "cleanup-seed-files" || rec["success"] != true || rec["finished"] == nil ||
+		!strings.HasPrefix(job.ID, "seed-files-") || len(job.ID) != len("seed-files-")+10 {
+		t.Fatalf("job record %s: %v", job.ID, rec)
+	}
+}

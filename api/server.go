@@ -91,6 +91,13 @@ type Config struct {
 	// the request's own scheme and Host).
 	AppOrigin string
 
+	// SeedFileCleanupSchedule is when the leader deletes old seed files
+	// that nothing references (a cron expression, UTC; "" never), and
+	// SeedFileCleanupAfter how old they must be (upstream's
+	// CLEANUP_JOB_CRON_SCHEDULE and CLEANUP_FILES_AFTER_MINUTES).
+	SeedFileCleanupSchedule string
+	SeedFileCleanupAfter    time.Duration
+
 	// ScheduleRescan is how often the scheduler re-reads the schedules of
 	// all workflows, catching changes made through other replicas.
 	ScheduleRescan time.Duration

@@ -158,7 +158,7 @@ func Serve(ctx context.Context, v *viper.Viper, deps Deps) error {
 			return fmt.Errorf("building progress client: %w", err)
 		}
 		opDeps = operator.Deps{Kube: kube, Trawler: trawler, ProgressTrawler: progress, Metrics: metrics, Store: st,
-			Logs: deps.Logs, Log: logger, Events: notifier, Telemetry: telemetry, Pages: apiSrv, Mailer: mailer}
+			Logs: deps.Logs, Log: logger, Events: notifier, Telemetry: telemetry, Pages: apiSrv, Files: apiSrv, Mailer: mailer}
 	}
 
 	var wg sync.WaitGroup

@@ -85,6 +85,8 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 		DefaultBehaviorTimeSeconds: v.GetInt("api.default_behavior_time_seconds"),
 		DefaultPageLoadTimeSeconds: v.GetInt("api.default_page_load_time_seconds"),
 		ScheduleRescan:             v.GetDuration("api.schedule_rescan"),
+		SeedFileCleanupSchedule:    v.GetString("seed_files.cleanup_schedule"),
+		SeedFileCleanupAfter:       time.Duration(v.GetInt("seed_files.cleanup_after_minutes")) * time.Minute,
 		PresignDuration:            time.Duration(v.GetInt("storage.presign_duration_minutes")) * time.Minute,
 		EventsPollInterval:         v.GetDuration("api.events_poll_interval"),
 		EventsKeepAlive:            v.GetDuration("api.events_keepalive"),

@@ -127,16 +127,19 @@ func (c *Controller) mailAutoPause(ctx context.Context, cj *trawlerv1.CrawlJob, 
 
 // autoPauseMail is the subject and body of an automatic pause's e-mail.
 func autoPauseMail(cj *trawlerv1.CrawlJob, reason string, at time.Time) (subject, body string) {
-	what := "its execution-time quota"
-	if reason == store.StatePausedStorageQuota {
-		what = "its storage quota"
+	why := "the organization reached its execution-time quota"
+	switch reason {
+	case store.StatePausedStorageQuota:
+		why = "the organization reached its storage quota"
+	case store.StatePausedOrgReadOnly:
+		why = "the organization was set to read-only"
 	}
-	subject = "Your crawl was paused: the organization reached " + what
+	subject = "Your crawl was paused: " + why
 	var b strings.Builder
-	fmt.Fprintf(&b, "The crawl %s was paused automatically at %s because the organization reached %s.\n\n",
-		cj.Spec.ID, at.Format(time.RFC3339), what)
+	fmt.Fprintf(&b, "The crawl %s was paused automatically at %s because %s.\n\n",
+		cj.Spec.ID, at.Format(time.RFC3339), why)
 	fmt.Fprintf(&b, "Reason: %s\nWorkflow: %s\nOrganization: %s\n\n", reason, cj.Spec.CID, cj.Spec.OID)
-	b.WriteString("Once the quota allows it, resume the crawl to go on from where it stopped; " +
+	b.WriteString("Once the organization allows it, resume the crawl to go on from where it stopped; " +
 		"a paused crawl that is not resumed is stopped after a while, keeping what it crawled.\n")
 	return subject, b.String()
 }

@@ -52,6 +52,7 @@ type Controller struct {
 	notifier Notifier
 	// pages reads 0.11 crawls' pages from their WACZ files (nil: none).
 	pages WACZPages
+	files CanceledFiles
 	// mailer sends the automatic pauses' e-mails (nil: logged only).
 	mailer   Mailer
 	clock    clock.WithTicker
@@ -122,7 +123,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{cfg: cfg, kube: deps.Kube, trawler: deps.Trawler, store: deps.Store, notifier: deps.Events,
-		pages: deps.Pages, mailer: deps.Mailer, clock: deps.Clock, logs: deps.Logs, recorder: deps.Recorder, log: deps.Log, telemetry: deps.Telemetry}
+		pages: deps.Pages, files: deps.Files, mailer: deps.Mailer, clock: deps.Clock, logs: deps.Logs, recorder: deps.Recorder, log: deps.Log, telemetry: deps.Telemetry}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}

@@ -49,6 +49,9 @@ type Deps struct {
 	// Pages reads finished crawls' pages from their WACZ files (nil:
 	// pages come only through Redis).
 	Pages WACZPages
+	// Files deletes the stored files of canceled crawls (nil: a crawl
+	// canceled after it uploaded files keeps them).
+	Files CanceledFiles
 	// Mailer sends the e-mails to org owners about automatic pauses
 	// (nil: they are only logged).
 	Mailer Mailer
@@ -105,6 +108,15 @@ type WACZPages interface {
 	// AddWACZPages reads the pages of crawl crawlID from its WACZ files if
 	// it ended successfully and has none stored yet.
 	AddWACZPages(ctx context.Context, crawlID string) error
+}
+
+// CanceledFiles deletes what a crawl uploaded before it was canceled
+// (the pause WACZs of a crawl canceled while paused); the API implements
+// it, since the operator has no storage access.
+type CanceledFiles interface {
+	// DeleteCanceledCrawlFiles deletes the stored files of crawl crawlID
+	// and its records of them if it ended canceled; it is idempotent.
+	DeleteCanceledCrawlFiles(ctx context.Context, crawlID string) error
 }
 
 // LogReader reads container logs; the sandbox provides one since its

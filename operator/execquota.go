@@ -102,11 +102,13 @@ func (p *plan) accountExec(cj *trawlerv1.CrawlJob, o observed, cfg Config) {
 	}
 }
 
-// quotaPauseReason is the automatic pause an org's quotas call for after
-// a tick, checked in upstream's order: storage (the bytes stored and the
-// crawl's bytes not yet uploaded), then execution time. "" is none.
+// quotaPauseReason is the automatic pause an org calls for after a tick,
+// checked in upstream's order: read-only, storage (the bytes stored and
+// the crawl's bytes not yet uploaded), then execution time. "" is none.
 func quotaPauseReason(org *store.Org, pending int64, now time.Time) string {
 	switch {
+	case org.ReadOnly:
+		return store.StatePausedOrgReadOnly
 	case org.Quotas.StorageQuota > 0 && org.BytesStored+pending >= org.Quotas.StorageQuota:
 		return store.StatePausedStorageQuota
 	case org.ExecMinutesQuotaReached(now):

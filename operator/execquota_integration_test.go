@@ -106,8 +106,130 @@ func TestExecQuotaAutoPause(t *testing.T) {
 	}
 }
 
+// TestExecQuotaGiftedThenExtra (upstream-2026 §8.6 items 3, 5 and 6, and
+// §8.1 item 8's second e-mail): a crawl in an org 50 s short of its
+// monthly minute ends paused_time_quota_reached in its document; paused,
+// it is charged nothing; given a gifted and an extra minute and resumed,
+// it uses the gifted seconds before any extra one, pauses again when both
+// are spent, and the owner gets a second e-mail.
+func TestExecQuotaGiftedThenExtra(t *testing.T) {
+	besideOthers(t)
+	h := newHarness(t)
+	ctx := context.Background()
+	month := time.Now().UTC().Format("2006-01")
+	owner := &store.User{ID: uuid.New(), Email: "owner2-" + h.ns + "@example.com", Name: "Owner", IsActive: true}
+	if err := h.store.CreateUser(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.SetOrgUserRole(ctx, h.org, owner.ID, store.RoleOwner); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.SetOrgQuotas(ctx, h.org, store.OrgQuotas{MaxExecMinutesPerMonth: 1}); err != nil {
+		t.Fatal(err)
+	}
+	earlier := &store.Crawl{ID: "earlier-" + h.ns, Type: store.TypeCrawl, OID: h.org, CID: uuid.New(),
+		Started: time.Now().UTC(), State: store.StateComplete}
+	if err := h.store.AddCrawl(ctx, earlier); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
+	if _, err := h.store.ChargeCrawlExec(ctx, earlier.ID, &t0, t0.Add(50*time.Second), 50); err != nil {
+		t.Fatal(err)
+	}
+	cfg := h.config()
+	cfg.ExecAccountingInterval = time.Second
+	cfg.Resync = time.Second
+	deps := h.deps()
+	deps.Mailer = email.New(email.Config{Host: "127.0.0.1", Port: h.env.Mailpit.SMTPPort}, nil)
+	h.startOperatorWith(cfg, deps)
+	id := h.startCrawl(crawlOpts{scale: 2, seed: "https://example.com/?sim-pages=5000&sim-page-ms=500&sim-bytes=1000"})
+
+	// Item 3: the crawl itself ends up paused for the quota.
+	h.waitState(id, 2*time.Minute, store.StatePausedTimeQuota)
+	waitOwnerMails(t, h.env.Mailpit, owner.Email, 1)
+
+	// Item 6: paused, it is charged nothing. The accounting ticks every
+	// second; five ticks are watched.
+	paused := h.crawl(id).CrawlExecSeconds
+	time.Sleep(5 * cfg.ExecAccountingInterval)
+	if now := h.crawl(id).CrawlExecSeconds; now != paused {
+		t.Fatalf("paused crawl charged: crawlExecSeconds %d, %d at the pause", now, paused)
+	}
+
+	// Item 5: a gifted and an extra minute; the gifted one goes first.
+	one := int64(1)
+	if err := h.store.UpdateOrgQuotas(ctx, h.org, store.QuotasUpdate{MaxExecMinutesPerMonth: &one,
+		GiftedExecMinutes: &one, ExtraExecMinutes: &one, Modified: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	h.pause(id, true)
+	h.waitState(id, time.Minute, store.StateRunning)
+	h.waitFor("gifted and extra minutes spent, the crawl paused again", 3*time.Minute, func() bool {
+		org, err := h.store.GetOrg(ctx, h.org)
+		if err != nil {
+			return false
+		}
+		if org.ExtraExecSecondsAvailable < 60 && org.GiftedExecSecondsAvailable > 0 {
+			t.Fatalf("extra seconds used before the gifted ones: gifted %d, extra %d available",
+				org.GiftedExecSecondsAvailable, org.ExtraExecSecondsAvailable)
+		}
+		return h.crawl(id).State == store.StatePausedTimeQuota
+	})
+	org, err := h.store.GetOrg(ctx, h.org)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if org.GiftedExecSecondsAvailable != 0 || org.ExtraExecSecondsAvailable != 0 ||
+		org.GiftedExecSeconds[month] != 60 || org.ExtraExecSeconds[month] != 60 || org.MonthlyExecSeconds[month] != 60 {
+		t.Fatalf("after the second pause: available gifted %d extra %d; charged monthly %d gifted %d extra %d",
+			org.GiftedExecSecondsAvailable, org.ExtraExecSecondsAvailable,
+			org.MonthlyExecSeconds[month], org.GiftedExecSeconds[month], org.ExtraExecSeconds[month])
+	}
+	waitOwnerMails(t, h.env.Mailpit, owner.Email, 2)
+}
+
+// TestOrgReadOnlyPauses (upstream-2026 §8.1 item 8): an org set read-only
+// while its crawl runs has the crawl paused, in trawler's
+// paused_org_readonly (upstream meant that state; a typo gives plain
+// paused there), and its owner gets one e-mail.
+func TestOrgReadOnlyPauses(t *testing.T) {
+	besideOthers(t)
+	h := newHarness(t)
+	ctx := context.Background()
+	owner := &store.User{ID: uuid.New(), Email: "owner3-" + h.ns + "@example.com", Name: "Owner", IsActive: true}
+	if err := h.store.CreateUser(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.SetOrgUserRole(ctx, h.org, owner.ID, store.RoleOwner); err != nil {
+		t.Fatal(err)
+	}
+	cfg := h.config()
+	cfg.ExecAccountingInterval = time.Second
+	cfg.Resync = time.Second
+	deps := h.deps()
+	deps.Mailer = email.New(email.Config{Host: "127.0.0.1", Port: h.env.Mailpit.SMTPPort}, nil)
+	h.startOperatorWith(cfg, deps)
+	id := h.startCrawl(crawlOpts{seed: "https://example.com/?sim-pages=2000&sim-page-ms=500"})
+	h.waitPagesDone(id, 2)
+	if err := h.store.SetOrgReadOnly(ctx, h.org, true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState(id, 90*time.Second, store.StatePausedOrgReadOnly)
+	mail := waitOwnerMails(t, h.env.Mailpit, owner.Email, 1)
+	if !strings.Contains(mail.Subject, "read-only") || !strings.Contains(mail.Text, store.StatePausedOrgReadOnly) {
+		t.Fatalf("e-mail %q:\n%s", mail.Subject, mail.Text)
+	}
+}
+
 // waitOwnerMail waits for exactly one e-mail to to and returns it.
 func waitOwnerMail(t *testing.T, mailpit *sandbox.Mailpit, to string) *sandbox.Mail {
+	t.Helper()
+	return waitOwnerMails(t, mailpit, to, 1)
+}
+
+// waitOwnerMails waits until exactly n e-mails went to to and returns the
+// newest.
+func waitOwnerMails(t *testing.T, mailpit *sandbox.Mailpit, to string, n int) *sandbox.Mail {
 	t.Helper()
 	var found *sandbox.Mail
 	err := sandbox.WaitFor(context.Background(), 60*time.Second, 100*time.Millisecond, mailpit.Process,
@@ -116,8 +238,8 @@ func waitOwnerMail(t *testing.T, mailpit *sandbox.Mailpit, to string) *sandbox.M
 			if err != nil {
 				return err
 			}
-			if len(msgs) != 1 {
-				return fmt.Errorf("%d e-mails to %s, want 1", len(msgs), to)
+			if len(msgs) != n {
+				return fmt.Errorf("%d e-mails to %s, want %d", len(msgs), to, n)
 			}
 			found, err = mailpit.Message(ctx, msgs[0].ID)
 			return err

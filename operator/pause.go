@@ -40,10 +40,12 @@ func pauseReason(cj *trawlerv1.CrawlJob) string {
 	return reasonPaused
 }
 
-// isQuotaPause reports whether reason is one of the quotas' automatic
-// pauses, whose reasons are also the names of their paused states.
+// isQuotaPause reports whether reason is one of the automatic pauses (the
+// quotas' and a read-only org's), whose reasons are also the names of
+// their paused states.
 func isQuotaPause(reason string) bool {
-	return reason == store.StatePausedTimeQuota || reason == store.StatePausedStorageQuota
+	return reason == store.StatePausedTimeQuota || reason == store.StatePausedStorageQuota ||
+		reason == store.StatePausedOrgReadOnly
 }
 
 // isPauseReason reports whether reason pauses the crawl, by its user or by

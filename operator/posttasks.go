@@ -40,7 +40,11 @@ func (c *Controller) finishTasks(ctx context.Context, key string, cj *trawlerv1.
 	c.readWACZPages(ctx, cj)
 	for attempt := 1; ctx.Err() == nil; attempt++ {
 		sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
-		crawl, err := c.store.RunPostCrawlTasks(sctx, cj.Spec.ID)
+		err := c.deleteCanceledFiles(sctx, cj.Spec.ID)
+		var crawl *store.Crawl
+		if err == nil {
+			crawl, err = c.store.RunPostCrawlTasks(sctx, cj.Spec.ID)
+		}
 		if err == nil && c.notifier != nil {
 			err = c.notifier.CrawlFinished(sctx, crawl)
 		}
@@ -74,6 +78,16 @@ func (c *Controller) readWACZPages(ctx context.Context, cj *trawlerv1.CrawlJob) 
 	if err := c.pages.AddWACZPages(ctx, cj.Spec.ID); err != nil && ctx.Err() == nil {
 		c.log.Warn("reading the crawl's pages from its WACZ files failed", "crawl", cj.Spec.ID, "err", err)
 	}
+}
+
+// deleteCanceledFiles has the files a canceled crawl uploaded deleted
+// before the post-crawl tasks recount the org's storage: a crawl
+// canceled while paused had uploaded its pause WACZs.
+func (c *Controller) deleteCanceledFiles(ctx context.Context, crawlID string) error {
+	if c.files == nil {
+		return nil
+	}
+	return c.files.DeleteCanceledCrawlFiles(ctx, crawlID)
 }
 
 // drainLimit bounds the final drain of a crawl's Redis. Teardown keeps the

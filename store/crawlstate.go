@@ -275,6 +275,28 @@ func (m *Mongo) pushCrawlFiles(ctx context.Context, crawlID string, files []Craw
 	return FileResult{}, uuid.Nil, Conflict("crawl_file_contention")
 }
 
+// ClearCanceledCrawlFiles empties the file list of a canceled crawl whose
+// stored objects are deleted (a crawl canceled while paused had uploaded
+// its pause WACZs): a canceled crawl keeps no files. A crawl in any other
+// state is left as it is.
+func (m *Mongo) ClearCanceledCrawlFiles(ctx context.Context, crawlID string) error {
+	defer m.lockCrawl(crawlID)()
+	c, err := m.GetCrawlByID(ctx, crawlID)
+	if err != nil || c.State != StateCanceled || len(c.Files) == 0 {
+		return err
+	}
+	filter := m.condFilter(ctx, crawlID, bson.M{"state": StateCanceled})
+	if _, err := m.coll(collCrawls).UpdateOne(ctx, filter, bson.M{
+		"$set": bson.M{"files": bson.A{}, "fileCount": 0, "fileSize": int64(0)},
+	}); err != nil {
+		return fmt.Errorf("clearing a canceled crawl's files: %w", err)
+	}
+	if err := m.RecomputeOrgBytesStored(ctx, c.OID); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
 // PresignedURL is a download link cached on a crawl file until ExpireAt.
 type PresignedURL struct {
 	URL      string

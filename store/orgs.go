@@ -198,6 +198,17 @@ func (m *Mongo) SetOrgProxies(ctx context.Context, id uuid.UUID, allowShared boo
 	return m.updateOrg(ctx, id, bson.M{"$set": bson.M{"allowSharedProxies": allowShared, "allowedProxies": allowed}})
 }
 
+// SetOrgReadOnly sets or clears the org's read-only mode and its reason
+// (cleared with the mode).
+//
+// Errors: NotFound("org_not_found").
+func (m *Mongo) SetOrgReadOnly(ctx context.Context, id uuid.UUID, readOnly bool, reason string) error {
+	if !readOnly {
+		reason = ""
+	}
+	return m.updateOrg(ctx, id, bson.M{"$set": bson.M{"readOnly": readOnly, "readOnlyReason": reason}})
+}
+
 // SetOrgWebhooks replaces the org's event webhook URLs and records the
 // origin (scheme://host) that download URLs in webhook bodies start with.
 //

@@ -33,6 +33,9 @@ const (
 	StateSkippedTimeQuota    = "skipped_time_quota_reached"
 	StatePausedStorageQuota  = "paused_storage_quota_reached"
 	StatePausedTimeQuota     = "paused_time_quota_reached"
+	// StatePausedOrgReadOnly is a crawl paused because its org was set
+	// read-only.
+	StatePausedOrgReadOnly = "paused_org_readonly"
 )
 
 // State groups used by transitions and filters.
@@ -44,7 +47,7 @@ var (
 	// PausedStates are the states of a paused crawl, by the user or by a
 	// quota. A paused crawl has not ended: it keeps its workflow's run and
 	// its org's slot, and its crawler time is not charged.
-	PausedStates = []string{StatePaused, StatePausedStorageQuota, StatePausedTimeQuota}
+	PausedStates = []string{StatePaused, StatePausedStorageQuota, StatePausedTimeQuota, StatePausedOrgReadOnly}
 	// ActiveStates are all states of a crawl that has not ended.
 	ActiveStates = slices.Concat(StartingStates, RunningStates, PausedStates)
 	// FinishedStates are the terminal states.

@@ -67,6 +67,11 @@ type Org struct {
 	// org's crawls may use: the shared ones when allowed, and those named.
 	AllowSharedProxies bool     `bson:"allowSharedProxies"`
 	AllowedProxies     []string `bson:"allowedProxies,omitempty"`
+	// ReadOnly keeps the org from starting crawls and adding seed files,
+	// and pauses its running crawls (upstream-2026 §1.8); ReadOnlyReason
+	// says why.
+	ReadOnly       bool   `bson:"readOnly"`
+	ReadOnlyReason string `bson:"readOnlyReason,omitempty"`
 
 	ExecCounters `bson:",inline"`
 	// QuotaUpdates is the history of POST /quotas, oldest first.

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -67,5 +68,54 @@ func TestPauseAndResume(t *testing.T) {
 	final := c.waitCrawl(id)
 	if final["state"] != "complete" || final["fileCount"].(float64) <= paused["fileCount"].(float64) {
 		t.Fatalf("after resume: state %v, %v files (%v at the pause)", final["state"], final["fileCount"], paused["fileCount"])
+	}
+}
+
+// TestCancelPausedCrawl is spec §8.1 item 5's cancel: a crawl canceled
+// while paused ends canceled with no files, its pause WACZ gone from
+// storage, and no pages.
+func TestCancelPausedCrawl(t *testing.T) {
+	stack := sharedStack(t)
+	c := newClient(t, stack)
+	wf := c.Object("POST", c.Org("/crawlconfigs/"), map[string]any{"name": "canceled while paused", "runNow": true, "crawlerChannel": "test",
+		"config": map[string]any{"seeds": []any{map[string]any{"url": "https://example.com/?sim-pages=60&sim-page-ms=2000"}}}}, 200)
+	id := wf["run_now_job"].(string)
+	get := func() map[string]any { return c.Object("GET", c.Org("/crawls/"+id), nil, 200) }
+	eventually(t, "pages done", get, func(cr map[string]any) bool {
+		st, _ := cr["stats"].(map[string]any)
+		return cr["state"] == "running" && st != nil && st["done"].(float64) >= 2
+	})
+	c.Object("POST", c.Org("/crawls/"+id+"/pause"), nil, 200)
+	e2etest.WaitFor(t, 3*time.Minute, "the paused state", func() (bool, error) {
+		cr := get()
+		return cr["state"] == "paused" && cr["fileCount"].(float64) >= 1, fmt.Errorf("state %v, %v files", cr["state"], cr["fileCount"])
+	})
+	var links []string
+	for _, r := range c.Object("GET", c.Org("/crawls/"+id+"/replay.json"), nil, 200)["resources"].([]any) {
+		links = append(links, r.(map[string]any)["path"].(string))
+	}
+	e2etest.Download(t, stack.APIURL, links[0])
+
+	c.Object("POST", c.Org("/crawls/"+id+"/cancel"), nil, 200)
+	final := c.waitCrawl(id)
+	if final["state"] != "canceled" {
+		t.Fatalf("canceled while paused: state %v", final["state"])
+	}
+	eventually(t, "no files", get, func(cr map[string]any) bool { return cr["fileCount"].(float64) == 0 })
+	for _, link := range links {
+		if strings.HasPrefix(link, "/") {
+			link = stack.APIURL + link
+		}
+		resp, err := http.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("pause WACZ after the cancel: GET %s answered %d, want 404", link, resp.StatusCode)
+		}
+	}
+	if pages := c.Object("GET", c.Org("/crawls/"+id+"/pages"), nil, 200); pages["total"].(float64) != 0 {
+		t.Errorf("canceled crawl has %v pages", pages["total"])
 	}
 }

@@ -27,17 +27,24 @@ const stateInfo = {
   "generate-wacz": ["Generating WACZ", "finishing"],
   "uploading-wacz": ["Uploading WACZ", "finishing"],
   paused: ["Paused", "waiting"],
+  paused_storage_quota_reached: ["Paused (storage quota)", "waiting"],
+  paused_time_quota_reached: ["Paused (execution-time quota)", "waiting"],
+  paused_org_readonly: ["Paused (org read-only)", "waiting"],
   complete: ["Complete", "good"],
   partial_complete: ["Partially complete", "good"],
   stopped_pause_expired: ["Stopped (pause expired)", "good"],
   canceled: ["Canceled", "neutral"],
   failed: ["Failed", "bad"],
+  skipped_storage_quota_reached: ["Skipped (storage quota)", "bad"],
+  skipped_time_quota_reached: ["Skipped (execution-time quota)", "bad"],
 };
 
-export const finalStates = new Set(["complete", "partial_complete", "stopped_pause_expired", "canceled", "failed"]);
+export const finalStates = new Set(["complete", "partial_complete", "stopped_pause_expired", "canceled", "failed",
+  "skipped_storage_quota_reached", "skipped_time_quota_reached"]);
 
 // pausedStates are the states of a paused crawl (it has not ended).
-export const pausedStates = new Set(["paused"]);
+export const pausedStates = new Set(["paused", "paused_storage_quota_reached", "paused_time_quota_reached",
+  "paused_org_readonly"]);
 
 export function stateLabel(state) {
   return (stateInfo[state] || [state || "—"])[0];
