@@ -113,7 +113,7 @@ func (c *Controller) mailAutoPause(ctx context.Context, cj *trawlerv1.CrawlJob, 
 		log.Warn("automatic pause e-mail not sent", "err", err)
 		return
 	}
-	subject, body := autoPauseMail(cj, reason, at)
+	subject, body := autoPauseMail(cj, reason, at, at.Add(c.cfg.PausedCrawlLimit))
 	for _, to := range owners {
 		if c.mailer == nil {
 			log.Info("not sending automatic pause e-mail (no mailer)", "to", to, "subject", subject)
@@ -125,8 +125,9 @@ func (c *Controller) mailAutoPause(ctx context.Context, cj *trawlerv1.CrawlJob, 
 	}
 }
 
-// autoPauseMail is the subject and body of an automatic pause's e-mail.
-func autoPauseMail(cj *trawlerv1.CrawlJob, reason string, at time.Time) (subject, body string) {
+// autoPauseMail is the subject and body of an automatic pause's e-mail,
+// which says when the pause expires.
+func autoPauseMail(cj *trawlerv1.CrawlJob, reason string, at, expires time.Time) (subject, body string) {
 	why := "the organization reached its execution-time quota"
 	switch reason {
 	case store.StatePausedStorageQuota:
@@ -139,7 +140,7 @@ func autoPauseMail(cj *trawlerv1.CrawlJob, reason string, at time.Time) (subject
 	fmt.Fprintf(&b, "The crawl %s was paused automatically at %s because %s.\n\n",
 		cj.Spec.ID, at.Format(time.RFC3339), why)
 	fmt.Fprintf(&b, "Reason: %s\nWorkflow: %s\nOrganization: %s\n\n", reason, cj.Spec.CID, cj.Spec.OID)
-	b.WriteString("Once the organization allows it, resume the crawl to go on from where it stopped; " +
-		"a paused crawl that is not resumed is stopped after a while, keeping what it crawled.\n")
+	fmt.Fprintf(&b, "Once the organization allows it, resume the crawl to go on from where it stopped. "+
+		"If it is not resumed by %s, it is stopped, keeping what it crawled.\n", expires.UTC().Format(time.RFC3339))
 	return subject, b.String()
 }

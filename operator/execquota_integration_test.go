@@ -101,6 +101,11 @@ func TestExecQuotaAutoPause(t *testing.T) {
 		!strings.Contains(mail.Text, store.StatePausedTimeQuota) {
 		t.Fatalf("e-mail %q:\n%s", mail.Subject, mail.Text)
 	}
+	// It says when the pause expires, as the workflow's lastCrawlPausedExpiry.
+	pausedAt, _ := time.Parse(time.RFC3339, j.Spec.PausedAt)
+	if expiry := pausedAt.Add(cfg.PausedCrawlLimit).Format(time.RFC3339); !strings.Contains(mail.Text, expiry) {
+		t.Fatalf("e-mail does not give the expiry %s:\n%s", expiry, mail.Text)
+	}
 	if again, err := h.store.ClaimAutoPauseEmail(ctx, id); err != nil || again {
 		t.Fatalf("a second e-mail could be claimed for the same pause: %v, %v", again, err)
 	}
