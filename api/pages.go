@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"time"
@@ -120,9 +121,25 @@ func (s *Server) searchCrawlPages(c echo.Context) error {
 	if err := q.err(); err != nil {
 		return err
 	}
-	oid := currentOrg(c).ID
-	pq.OID, pq.CrawlIDs, pq.NoCount = &oid, []string{c.Param("crawl_id")}, true
-	return s.writePageItems(c, pq)
+	ctx, oid, id := c.Request().Context(), currentOrg(c).ID, c.Param("crawl_id")
+	pq.OID, pq.CrawlIDs, pq.NoCount = &oid, []string{id}, true
+	pages, _, err := s.store.ListPages(ctx, pq)
+	if err != nil {
+		return err
+	}
+	items := toPagesOut(pages)
+	// ReplayWeb.page loads a found page's WACZ by its name in replay.json's
+	// resources, as for initialPages.
+	if crawl, err := s.store.GetCrawl(ctx, oid, id); err == nil {
+		names := make([]resourceOut, len(crawl.Files))
+		for i, f := range crawl.Files {
+			names[i].Name = f.Filename
+		}
+		nameResources(items, names)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return c.JSON(http.StatusOK, pageItemsOut{Items: items})
 }
 
 // writePageItems answers the items-only page routes.

@@ -173,6 +173,15 @@ func TestCrawlPages(t *testing.T) {
 	if _, ok := replay["downloadUrl"]; !ok {
 		t.Error("replay.json has no downloadUrl")
 	}
+	// A found page names its WACZ as replay.json's resources do (the
+	// stored path), not as the crawler wrote it.
+	if _, err := e.store.AddCrawlFiles(context.Background(), id, []store.CrawlFile{{Filename: id + "/a.wacz", Size: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	search = e.mustJSON(asCrawler, "GET", e.orgPath("/crawls/"+id+"/pagesSearch?search=bravo"), nil, 200)
+	if items := search["items"].([]any); len(items) != 1 || get(items[0], "filename") != id+"/a.wacz" {
+		t.Errorf("pagesSearch filename: %v", search)
+	}
 
 	// 9. deleting a crawl deletes its pages.
 	e.mustJSON(asCrawler, "POST", e.orgPath("/crawls/delete"), map[string]any{"crawl_ids": []string{id}}, 200)
