@@ -59,11 +59,15 @@ func TestExecQuotaAutoPause(t *testing.T) {
 
 	// Counted while it runs, on the crawl and the org alike.
 	h.waitFor("crawler seconds counted", 90*time.Second, func() bool { return h.crawl(id).CrawlExecSeconds > 0 })
-	c := h.crawl(id)
-	org, err := h.store.GetOrg(ctx, h.org)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The crawl is charged, then its org: wait for the org to catch up.
+	var c *store.Crawl
+	var org *store.Org
+	h.waitFor("the org charged with the crawl", 30*time.Second, func() bool {
+		c = h.crawl(id)
+		o, err := h.store.GetOrg(ctx, h.org)
+		org = o
+		return err == nil && o.CrawlExecSeconds[month] >= 50+c.CrawlExecSeconds
+	})
 	if got := org.CrawlExecSeconds[month]; got < 50+c.CrawlExecSeconds {
 		t.Fatalf("org crawlExecSeconds %d, want at least 50 + the crawl's %d", got, c.CrawlExecSeconds)
 	}

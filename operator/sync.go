@@ -66,7 +66,7 @@ func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) er
 	} else {
 		c.pollers.stop(key)
 	}
-	answers, requeue, err := c.carryOut(ctx, cj, o, p)
+	answers, pending, requeue, err := c.carryOut(ctx, cj, o, p)
 	o.Answers = answers
 	errs := []error{err}
 	o.Exec, err = c.countExec(ctx, cj, p, o)
@@ -88,7 +88,7 @@ func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) er
 	// superseded by the pass its answer brings (a starting crawl would
 	// show runningSince, then running): that pass writes both at once,
 	// unless this one changed the children the next pass must see.
-	if !c.calls.inFlight(key) || changesChildren(cj.Status, st) {
+	if !pending || changesChildren(cj.Status, st) {
 		errs = append(errs, c.writeStatus(ctx, key, cj, st, class))
 	}
 
@@ -124,14 +124,15 @@ func (c *Controller) forgetJob(key string) {
 // whatever the store says, and a refused change shows in the status and
 // the next plan), so a new crawl's pods do not wait on the database. Nor
 // does the pass wait long for a slow database (transitionAnswers).
-func (c *Controller) carryOut(ctx context.Context, cj *trawlerv1.CrawlJob, o observed, p plan) ([]transitionResult, time.Duration, error) {
+func (c *Controller) carryOut(ctx context.Context, cj *trawlerv1.CrawlJob, o observed, p plan) ([]transitionResult, bool, time.Duration, error) {
 	var answers []transitionResult
+	var pending bool
 	var transitionErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { answers, transitionErr = c.transitionAnswers(ctx, cj.Namespace+"/"+cj.Name, cj, p.Transitions) })
+	wg.Go(func() { answers, pending, transitionErr = c.transitionAnswers(ctx, cj.Namespace+"/"+cj.Name, cj, p.Transitions) })
 	requeue, applyErr := c.apply(ctx, cj, o, desiredChildren(cj, c.cfg, p.Children))
 	wg.Wait()
-	return answers, minPositive(p.RequeueAfter, requeue), errors.Join(transitionErr, applyErr)
+	return answers, pending, minPositive(p.RequeueAfter, requeue), errors.Join(transitionErr, applyErr)
 }
 
 // wrapUp does what follows a crawl's end, pass after pass until the job

@@ -40,22 +40,6 @@ func (tc *transitionCalls) forget(key string) {
 	tc.mu.Unlock()
 }
 
-// inFlight reports whether key's call is still waiting for the store.
-func (tc *transitionCalls) inFlight(key string) bool {
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	call := tc.m[key]
-	if call == nil {
-		return false
-	}
-	select {
-	case <-call.done:
-		return false
-	default:
-		return true
-	}
-}
-
 // take removes and returns key's call when it is done, else (still in
 // flight) returns it and false.
 func (tc *transitionCalls) take(key string) (*transitionCall, bool) {
@@ -76,20 +60,20 @@ func (tc *transitionCalls) take(key string) (*transitionCall, bool) {
 
 // transitionAnswers asks the store for the plan's transitions and returns
 // its answers, waiting at most transitionWait for them. With no answer
-// yet it returns none: the status keeps the state the job has, as after a
-// store error, and the call's end enqueues the job. Every pass looks at
+// yet it returns none and pending: the pass holds its status back (see
+// syncAs), and the call's end enqueues the job. Every pass looks at
 // the job's finished call: its answers count only for the same
 // transitions, asked from the same status (a pass that wants something
 // else asks the store again, which holds whatever the call did).
-func (c *Controller) transitionAnswers(ctx context.Context, key string, cj *trawlerv1.CrawlJob, ts []transition) ([]transitionResult, error) {
+func (c *Controller) transitionAnswers(ctx context.Context, key string, cj *trawlerv1.CrawlJob, ts []transition) ([]transitionResult, bool, error) {
 	call, finished := c.calls.take(key)
 	switch {
 	case !finished:
-		return nil, nil
+		return nil, true, nil
 	case call != nil && slices.EqualFunc(call.ts, ts, sameTransition):
-		return call.answers, call.err
+		return call.answers, false, call.err
 	case len(ts) == 0:
-		return nil, nil
+		return nil, false, nil
 	}
 	call = &transitionCall{ts: ts, done: make(chan struct{})}
 	c.calls.mu.Lock()
@@ -113,11 +97,11 @@ func (c *Controller) transitionAnswers(ctx context.Context, key string, cj *traw
 	select {
 	case <-call.done:
 		c.calls.take(key)
-		return call.answers, call.err
+		return call.answers, false, call.err
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	return nil, nil
+	return nil, true, nil
 }
 
 // sameTransition reports whether two transitions ask the same of the
