@@ -66,6 +66,7 @@ type Store interface {
 	GetJob(ctx context.Context, id string) (*store.BackgroundJob, error)
 	UnfinishedJobs(ctx context.Context, typ string) ([]store.BackgroundJob, error)
 	FinishJob(ctx context.Context, id string, success bool, at time.Time) error
+	RecordJobFailure(ctx context.Context, id string, maxTries int, at time.Time) (gaveUp bool, err error)
 	RetryJob(ctx context.Context, id string, now time.Time) error
 	OrgActiveCrawls(ctx context.Context, oid uuid.UUID) ([]store.Crawl, error)
 	OrgItemsBatch(ctx context.Context, oid uuid.UUID, n int) ([]store.Crawl, error)

@@ -18,6 +18,11 @@ import (
 // (files, then documents), as upstream.
 const orgItemsBatch = 1000
 
+// orgDeletionTries is how many times a deletion is tried before its job
+// ends unsuccessful and the superuser is told: upstream's Job runs its
+// pod once and retries it three times.
+const orgDeletionTries = 4
+
 // orgDeletionPoll is how often the org deletion looks whether the org's
 // CrawlJobs and ProfileJobs are gone.
 const orgDeletionPoll = time.Second
@@ -28,7 +33,9 @@ const orgDeletionPoll = time.Second
 // record in the store whose success stays null until every step is done;
 // each step deletes by org, so a job cut short by a crash (or a lost
 // lease) is run again from its first step by the next Start, and
-// finishes. Failed attempts are retried every rescan interval.
+// finishes. A failed try is tried again every rescan interval; after
+// orgDeletionTries the job ends with success false, the superuser gets
+// an e-mail, and POST /orgs/all/jobs/{id}/retry starts it again.
 //
 // The steps, in order:
 //  1. cancel the org's running crawls and delete its CrawlJobs and
@@ -130,7 +137,7 @@ func (d *OrgDeleter) runPending(ctx context.Context) {
 		log.Info("deleting org")
 		if err := d.run(ctx, job); err != nil {
 			if ctx.Err() == nil {
-				log.Warn("org deletion failed, will retry", "in", d.rescan, "err", err)
+				d.failed(ctx, job, err)
 			}
 			continue
 		}
@@ -140,6 +147,22 @@ func (d *OrgDeleter) runPending(ctx context.Context) {
 		}
 		d.srv.scheduler.Reload()
 		log.Info("org deleted")
+	}
+}
+
+// failed counts a failed try of job and gives the job up after
+// orgDeletionTries, telling the superuser.
+func (d *OrgDeleter) failed(ctx context.Context, job *store.BackgroundJob, cause error) {
+	log := d.srv.log.With("job", job.ID, "org", job.OID)
+	gaveUp, err := d.srv.store.RecordJobFailure(ctx, job.ID, orgDeletionTries, d.srv.now())
+	switch {
+	case err != nil:
+		log.Warn("org deletion failed, will retry", "in", d.rescan, "err", cause, "counting the failure", err)
+	case gaveUp:
+		log.Error("org deletion failed; giving up", "tries", orgDeletionTries, "err", cause)
+		d.srv.mailJobFailed(job, cause)
+	default:
+		log.Warn("org deletion failed, will retry", "in", d.rescan, "err", cause)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ type fakeOrgObjects struct {
 	mu    sync.Mutex
 	calls map[string]int
 	left  map[string]int // calls after which the org's jobs are gone
+	err   error          // every call's answer, if set
 }
 
 func (f *fakeOrgObjects) DeleteOrgObjects(_ context.Context, oid string) (int, error) {
@@ -32,6 +34,9 @@ func (f *fakeOrgObjects) DeleteOrgObjects(_ context.Context, oid string) (int, e
 		f.calls = map[string]int{}
 	}
 	f.calls[oid]++
+	if f.err != nil {
+		return 0, f.err
+	}
 	return max(0, f.left[oid]-f.calls[oid]), nil
 }
 
@@ -323,6 +328,43 @@ func TestOrgDeletionResumes(t *testing.T) {
 	if left := orgLeft(t, e.env, e.org, []string{d.crawlID, d.runningID, d.uploadID}); len(left) > 0 {
 		t.Errorf("left in MongoDB: %v", left)
 	}
+}
+
+// TestOrgDeletionGivesUp: a deletion that keeps failing ends with
+// success false after four tries (upstream's Job: one run and three
+// retries), the superuser gets an e-mail saying why, and a retry starts
+// a new attempt with four tries of its own, which succeeds once the
+// cause is gone.
+func TestOrgDeletionGivesUp(t *testing.T) {
+	e := newMailEnv(t, func(cfg *Config) { cfg.ScheduleRescan = 50 * time.Millisecond })
+	failing := &fakeOrgObjects{err: errors.New("the API server said no")}
+	e.srv.orgDeleter.objects = failing
+	id := e.mustJSON(asAdmin, "DELETE", e.orgPath(""), nil, 200)["id"].(string)
+	ctx, cancel := context.WithCancel(context.Background())
+	e.srv.orgDeleter.Start(ctx)
+	defer func() { cancel(); e.srv.orgDeleter.Stop() }()
+
+	job := waitJob(t, e.env, id)
+	failing.mu.Lock()
+	tries := failing.calls[e.org.String()]
+	failing.mu.Unlock()
+	if job["success"] != false || job["finished"] == nil || tries != 4 {
+		t.Fatalf("job %v after %d tries, want success false after 4", job, tries)
+	}
+	mail := waitMail(t, "admin@example.com", "Failed background job: "+id)
+	if !strings.Contains(mail.Text, "the API server said no") || !strings.Contains(mail.Text, "/api/orgs/all/jobs/"+id+"/retry") {
+		t.Errorf("e-mail to the superuser:\n%s", mail.Text)
+	}
+	// The org is still there: nothing was deleted.
+	e.mustJSON(asViewer, "GET", e.orgPath(""), nil, 200)
+
+	e.srv.orgDeleter.objects = &fakeOrgObjects{}
+	e.mustJSON(asAdmin, "POST", "/api/orgs/all/jobs/"+id+"/retry", nil, 200)
+	job = waitJob(t, e.env, id)
+	if job["success"] != true || len(job["previousAttempts"].([]any)) != 1 {
+		t.Fatalf("retried job: %v", job)
+	}
+	e.wantDetail(e.do(asAdmin, "GET", e.orgPath(""), nil), 404, "Organization '"+e.org.String()+"' not found")
 }
 
 // TestOrgExportImport: §8.7 item 7 and its bad input. The export is a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
@@ -34,6 +35,9 @@ type BackgroundJob struct {
 	// OrgStorage is where the org kept its files when its deletion began:
 	// a resumed job still empties it after the org document is gone.
 	OrgStorage *Storage `bson:"orgStorage,omitempty"`
+	// Failures counts the current attempt's failed tries (upstream's Job
+	// pod retries): the runner gives the attempt up after a few.
+	Failures int `bson:"failures,omitempty"`
 }
 
 // JobAttempt is an earlier attempt of a retried job.
@@ -138,6 +142,28 @@ func (m *Mongo) FinishJob(ctx context.Context, id string, success bool, at time.
 	return nil
 }
 
+// RecordJobFailure counts a failed try of job id's current attempt and,
+// at the maxTries-th, ends the attempt unsuccessful. It reports whether
+// it did. A job finished meanwhile keeps its outcome.
+//
+// Errors: NotFound("job_not_found").
+func (m *Mongo) RecordJobFailure(ctx context.Context, id string, maxTries int, at time.Time) (gaveUp bool, err error) {
+	var job BackgroundJob
+	err = m.coll(collJobs).FindOneAndUpdate(ctx, bson.M{"_id": id, "success": nil}, bson.M{"$inc": bson.M{"failures": 1}},
+		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&job)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		_, err := m.GetJob(ctx, id)
+		return false, err
+	}
+	if err != nil {
+		return false, fmt.Errorf("counting a failed try of job: %w", err)
+	}
+	if job.Failures < maxTries {
+		return false, nil
+	}
+	return true, m.FinishJob(ctx, id, false, at)
+}
+
 // RetryJob starts job id again: the failed attempt moves to
 // previousAttempts, and success and finished are reset.
 //
@@ -159,7 +185,7 @@ func (m *Mongo) RetryJob(ctx context.Context, id string, now time.Time) error {
 	attempts := append(job.PreviousAttempts, JobAttempt{Started: job.Started, Finished: job.Finished})
 	res, err := m.coll(collJobs).UpdateOne(ctx, bson.M{"_id": id, "success": false},
 		bson.M{"$set": bson.M{"previousAttempts": attempts, "success": nil, "finished": nil,
-			"started": now.UTC().Truncate(time.Second)}})
+			"started": now.UTC().Truncate(time.Second)}, "$unset": bson.M{"failures": ""}})
 	if err != nil {
 		return fmt.Errorf("retrying job: %w", err)
 	}
