@@ -45,7 +45,8 @@ import (
 // tens of minutes on 2 cores). $SCALE_WINDOW (default 60s; the issue's
 // CPU target averages over 5m) and $SCALE_IDLE_WINDOW (default 30s) set
 // the windows, $SCALE_SAMPLES (default 10) the state changes per kind,
-// $SCALE_WAVE (default 500) how many crawls start at a time.
+// $SCALE_WAVE (default 500) how many crawls start at a time,
+// $SCALE_BUSY_PERCENT (default 10) the share of crawls that are busy.
 //
 //	SCALE_CRAWLS=10000 SCALE_WINDOW=5m go test -run '^$' -bench 'Scale' -benchtime 1x -timeout 120m ./operator/
 func BenchmarkScale(b *testing.B) {
@@ -103,8 +104,11 @@ func benchScale(b *testing.B, n int) {
 		ids[i] = j.Spec.ID
 	}
 	roles := scaleRoles(ids)
+	// A tenth busy by default (the crawls whose state is flipped or
+	// scaled); $SCALE_BUSY_PERCENT=100 makes every crawl busy.
 	busy := map[string]bool{}
-	for _, id := range slices.Concat(roles.busyFlipped, roles.scaled) {
+	share := envInts(b, "SCALE_BUSY_PERCENT", 10)[0]
+	for _, id := range ids[:min(n, max(len(roles.busyFlipped)+len(roles.scaled), n*share/100))] {
 		busy[id] = true
 	}
 	watch := h.watchScale(ctx, func(id string) bool { return busy[id] }, fleet)
@@ -155,7 +159,9 @@ func benchScale(b *testing.B, n int) {
 	var changes sync.WaitGroup
 	busyRun := h.measureScale(child, window, func(stop <-chan struct{}) {
 		h.flipCrawlerStates(ctx, &changes, fleet, watch, roles.busyFlipped, "crawler-state", lat, stop)
-		h.flipCrawlerStates(ctx, &changes, fleet, watch, roles.idleFlipped, "idle-crawler-state", lat, stop)
+		if !busy[roles.idleFlipped[0]] {
+			h.flipCrawlerStates(ctx, &changes, fleet, watch, roles.idleFlipped, "idle-crawler-state", lat, stop)
+		}
 		changes.Go(func() { h.stateChanges(ctx, fleet, watch, roles, samples, window, lat) })
 	})
 	watch.recordProgress(false)
