@@ -129,7 +129,9 @@ func (c *Controller) carryOut(ctx context.Context, cj *trawlerv1.CrawlJob, o obs
 	var pending bool
 	var transitionErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { answers, pending, transitionErr = c.transitionAnswers(ctx, cj.Namespace+"/"+cj.Name, cj, p.Transitions) })
+	wg.Go(func() {
+		answers, pending, transitionErr = c.transitionAnswers(ctx, cj.Namespace+"/"+cj.Name, cj, p.Transitions)
+	})
 	requeue, applyErr := c.apply(ctx, cj, o, desiredChildren(cj, c.cfg, p.Children))
 	wg.Wait()
 	return answers, pending, minPositive(p.RequeueAfter, requeue), errors.Join(transitionErr, applyErr)
