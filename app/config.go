@@ -32,7 +32,7 @@ var settings = []setting{
 	{"api.default_behavior_time_seconds", 300, "reported by /api/settings"},
 	{"api.default_page_load_time_seconds", 120, "reported by /api/settings"},
 	{"api.default_crawl_filename_template", "@ts-@hostsuffix.wacz", "WACZ name template of workflows that set none"},
-	{"api.schedule_rescan", 30 * time.Second, "how often the scheduler re-reads every workflow's schedule (catches changes made through other replicas), and how often the leader retries an org deletion that failed"},
+	{"api.schedule_rescan", 30 * time.Second, "how often the scheduler re-reads every workflow's schedule (catches changes made through other replicas), and how often the leader tries a failed org deletion again (four tries, then the job fails)"},
 	{"api.events_poll_interval", 500 * time.Millisecond, "how often a crawl followed by event streams is read (its document where MongoDB has no change streams, its live progress while it runs); one read per crawl, however many streams"},
 	{"api.events_keepalive", 15 * time.Second, "longest silence of an event stream before a keep-alive comment (keep it at most 15s: proxies drop idle streams)"},
 
