@@ -301,17 +301,18 @@ func (s *Server) writeReplay(c echo.Context, org *store.Org, crawl *store.Crawl)
 	if err != nil {
 		return err
 	}
-	nameResources(pages, out.Resources)
+	nameResources(pages, crawl.Files)
 	return c.JSON(http.StatusOK, replayOut{crawlOutWithResources: out, InitialPages: pages, PagesQueryURL: query})
 }
 
 // nameResources makes each page's filename the name of its WACZ among
-// resources: ReplayWeb.page loads a page's WACZ by that name, while
-// crawlers name the file alone and resources carry its stored path.
-func nameResources(pages []pageDocOut, resources []resourceOut) {
-	byBase := make(map[string]string, len(resources))
-	for _, r := range resources {
-		byBase[path.Base(r.Name)] = r.Name
+// files, the name replay.json's resources carry: ReplayWeb.page loads a
+// page's WACZ by that name, while crawlers name the file alone and
+// resources carry its stored path.
+func nameResources(pages []pageDocOut, files []store.CrawlFile) {
+	byBase := make(map[string]string, len(files))
+	for _, f := range files {
+		byBase[path.Base(f.Filename)] = f.Filename
 	}
 	for i, p := range pages {
 		if p.Filename == nil {

@@ -139,14 +139,14 @@ func humanDuration(d time.Duration) string {
 	return d.Round(time.Minute).String()
 }
 
-// mailJobFailed tells the superuser that a background job gave up, with
-// what went wrong and how to run it again.
-func (s *Server) mailJobFailed(job *store.BackgroundJob, cause error) {
+// mailJobFailed tells the superuser that a background job gave up after
+// tries, with what went wrong and how to run it again.
+func (s *Server) mailJobFailed(job *store.BackgroundJob, tries int, cause error) {
 	if s.cfg.SuperuserEmail == "" {
 		return
 	}
 	body := fmt.Sprintf("The background job %s (%s, org %s) failed %d times and was given up.\n\n"+
 		"Last error: %v\n\nOnce the cause is fixed, POST /api/orgs/all/jobs/%s/retry runs it again.\n",
-		job.ID, job.Type, job.OID, orgDeletionTries, cause, job.ID)
+		job.ID, job.Type, job.OID, tries, cause, job.ID)
 	s.sendMail(s.cfg.SuperuserEmail, "Failed background job: "+job.ID, body)
 }

@@ -160,7 +160,7 @@ func (d *OrgDeleter) failed(ctx context.Context, job *store.BackgroundJob, cause
 		log.Warn("org deletion failed, will retry", "in", d.rescan, "err", cause, "counting the failure", err)
 	case gaveUp:
 		log.Error("org deletion failed; giving up", "tries", orgDeletionTries, "err", cause)
-		d.srv.mailJobFailed(job, cause)
+		d.srv.mailJobFailed(job, orgDeletionTries, cause)
 	default:
 		log.Warn("org deletion failed, will retry", "in", d.rescan, "err", cause)
 	}

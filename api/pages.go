@@ -131,11 +131,7 @@ func (s *Server) searchCrawlPages(c echo.Context) error {
 	// ReplayWeb.page loads a found page's WACZ by its name in replay.json's
 	// resources, as for initialPages.
 	if crawl, err := s.store.GetCrawl(ctx, oid, id); err == nil {
-		names := make([]resourceOut, len(crawl.Files))
-		for i, f := range crawl.Files {
-			names[i].Name = f.Filename
-		}
-		nameResources(items, names)
+		nameResources(items, crawl.Files)
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}

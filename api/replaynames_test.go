@@ -1,13 +1,17 @@
 package api
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/trawlerhq/trawler/store"
+)
 
 // TestNameResources: replay.json's pages name their WACZ as its resource
 // does, or ReplayWeb.page finds no archive for them.
 func TestNameResources(t *testing.T) {
 	str := func(s string) *string { return &s }
 	pages := []pageDocOut{{Filename: str("a-0.wacz")}, {Filename: str("gone.wacz")}, {}}
-	nameResources(pages, []resourceOut{{Name: "manual-1/a-0.wacz"}, {Name: "b.wacz"}})
+	nameResources(pages, []store.CrawlFile{{Filename: "manual-1/a-0.wacz"}, {Filename: "b.wacz"}})
 	if got := *pages[0].Filename; got != "manual-1/a-0.wacz" {
 		t.Errorf("page in a resource: filename %q", got)
 	}
