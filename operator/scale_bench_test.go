@@ -46,7 +46,8 @@ import (
 // CPU target averages over 5m) and $SCALE_IDLE_WINDOW (default 30s) set
 // the windows, $SCALE_SAMPLES (default 10) the state changes per kind,
 // $SCALE_WAVE (default 500) how many crawls start at a time,
-// $SCALE_BUSY_PERCENT (default 10) the share of crawls that are busy.
+// $SCALE_BUSY_PERCENT (default 10) the share of crawls that are busy,
+// $SCALE_SETTLE (default 3m) how long idle statuses may take to settle.
 //
 //	SCALE_CRAWLS=10000 SCALE_WINDOW=5m go test -run '^$' -bench 'Scale' -benchtime 1x -timeout 120m ./operator/
 func BenchmarkScale(b *testing.B) {
@@ -75,6 +76,7 @@ func benchScale(b *testing.B, n int) {
 	window := envDuration(b, "SCALE_WINDOW", time.Minute)
 	idleWindow := envDuration(b, "SCALE_IDLE_WINDOW", 30*time.Second)
 	samples := envInts(b, "SCALE_SAMPLES", 10)[0]
+	settle := envDuration(b, "SCALE_SETTLE", 3*time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h := newHarness(b)
@@ -141,8 +143,8 @@ func benchScale(b *testing.B, n int) {
 
 	b.ResetTimer()
 	// Idle: nothing changes, so nothing should be written.
-	if !watch.settle(5*time.Second, 3*time.Minute) {
-		b.Logf("idle: CrawlJob statuses still changing after 3m; measuring anyway")
+	if !watch.settle(5*time.Second, settle) {
+		b.Logf("idle: CrawlJob statuses still changing after %v; measuring anyway", settle)
 	}
 	idle := h.measureScale(child, idleWindow, nil)
 	b.Logf("idle, %v: API writes %.2f/s at the API server (%s), the operator's %.2f/s (%s); MongoDB writes %.2f/s (%s); "+
@@ -251,7 +253,7 @@ func (h *harness) flipLoop(ctx context.Context, fleet *crawlersim.Fleet, w *scal
 				h.t.Error(err)
 				return
 			}
-			if at, ok := w.waitStatus(id, time.Minute, func(s trawlerv1.CrawlJobStatus) bool { return s.State == st }); ok {
+			if at, ok := w.waitStatus(id, start, time.Minute, func(s trawlerv1.CrawlJobStatus) bool { return s.State == st }); ok {
 				lat.add(kind, at.Sub(start))
 			} else {
 				lat.missing(kind)
@@ -322,7 +324,7 @@ func (h *harness) stateChange(ctx context.Context, fleet *crawlersim.Fleet, w *s
 		return 0, false
 	}
 	if kind == "scale" {
-		at, ok := w.waitStatus(id, timeout, func(s trawlerv1.CrawlJobStatus) bool { return s.Scale == 2 })
+		at, ok := w.waitStatus(id, start, timeout, func(s trawlerv1.CrawlJobStatus) bool { return s.Scale == 2 })
 		return at.Sub(start), ok
 	}
 	deadline := start.Add(timeout)

@@ -22,10 +22,13 @@ type scaleWatch struct {
 	busy  func(id string) bool
 	fleet *crawlersim.Fleet
 
-	mu        sync.Mutex
-	status    map[string]trawlerv1.CrawlJobStatus
-	byState   map[string]int
-	at        map[string]time.Time
+	mu      sync.Mutex
+	status  map[string]trawlerv1.CrawlJobStatus
+	byState map[string]int
+	// changedAt is when each crawl's status last changed its state or
+	// scale (progress alone does not count), so that a change is timed
+	// by the status that showed it, never by an older one.
+	changedAt map[string]time.Time
 	changed   chan struct{} // closed and replaced on every change
 	lastEvent time.Time
 	pages     map[string]bool // busy crawls whose status showed pages
@@ -38,7 +41,7 @@ type scaleWatch struct {
 
 func (h *harness) watchScale(ctx context.Context, busy func(string) bool, fleet *crawlersim.Fleet) *scaleWatch {
 	w := &scaleWatch{busy: busy, fleet: fleet, status: map[string]trawlerv1.CrawlJobStatus{}, byState: map[string]int{},
-		at: map[string]time.Time{}, changed: make(chan struct{}), pages: map[string]bool{}}
+		changedAt: map[string]time.Time{}, changed: make(chan struct{}), pages: map[string]bool{}}
 	f := informers.NewSharedInformerFactoryWithOptions(h.trawler, 0, informers.WithNamespace(h.ns))
 	inf := f.Trawler().V1().CrawlJobs().Informer()
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -71,7 +74,10 @@ func (w *scaleWatch) note(j *trawlerv1.CrawlJob) {
 		w.byState[old.State]--
 	}
 	w.byState[j.Status.State]++
-	w.status[id], w.at[id] = j.Status, now
+	if !known || old.State != j.Status.State || old.Scale != j.Status.Scale {
+		w.changedAt[id] = now
+	}
+	w.status[id] = j.Status
 	w.touch()
 	if !w.busy(id) || j.Status.PagesDone <= old.PagesDone {
 		return
@@ -140,17 +146,19 @@ func (w *scaleWatch) settle(quiet, timeout time.Duration) bool {
 	return false
 }
 
-// waitStatus waits (at most timeout) until cond holds for the crawl's
-// status and returns when that status arrived.
-func (w *scaleWatch) waitStatus(id string, timeout time.Duration, cond func(trawlerv1.CrawlJobStatus) bool) (time.Time, bool) {
+// waitStatus waits (at most timeout) for a status of the crawl for which
+// cond holds and that changed at or after start (the change made then),
+// and returns when it arrived. A status that already held before start
+// cannot time the change: that counts as not seen.
+func (w *scaleWatch) waitStatus(id string, start time.Time, timeout time.Duration, cond func(trawlerv1.CrawlJobStatus) bool) (time.Time, bool) {
 	deadline := time.After(timeout)
 	for {
 		w.mu.Lock()
 		st, ok := w.status[id]
-		at, changed := w.at[id], w.changed
+		at, changed := w.changedAt[id], w.changed
 		w.mu.Unlock()
 		if ok && cond(st) {
-			return at, true
+			return at, !at.Before(start)
 		}
 		select {
 		case <-changed:
