@@ -22,8 +22,8 @@ import (
 // the background (execCharges): a pass takes its answer once it is there,
 // and until then the status keeps its clock, so the next tick waits. Only
 // a tick that must be counted before what the pass leads to (a crawler
-// exited, the crawl is being deleted) waits for its answer, at the head
-// of the queue and at most the store timeout. Nil without an answer.
+// exited, the crawl is being deleted) waits for its answer. Nil without
+// an answer.
 func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.CrawlJob, p plan, o observed) (*execAnswer, error) {
 	lut := cj.Status.LastUpdatedTime
 	call, done := c.exec.take(key, lut)
@@ -43,22 +43,15 @@ func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.Cr
 			pending = o.Redis.Size
 		}
 		tick := *p.Exec
-		call = c.exec.start(ctx, key, tick.Since, tick.Wait, func(ctx context.Context) (*execAnswer, error) {
+		call = c.exec.start(ctx, key, tick.Since, func(ctx context.Context) (*execAnswer, error) {
 			return c.chargeExec(ctx, cj.Spec.ID, tick, now, pending)
 		}, func() { c.queue.Add(key) })
 	}
 	if !p.Exec.Wait {
 		return nil, nil
 	}
-	// The wait is bounded as a store call is: past it the answer comes
-	// with the pass the call's end brings.
-	c.exec.hurry(call)
-	wait := time.NewTimer(c.cfg.StoreTimeout)
-	defer wait.Stop()
 	select {
 	case <-call.done:
-	case <-wait.C:
-		return nil, nil
 	case <-ctx.Done():
 		return nil, nil
 	}

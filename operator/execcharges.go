@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -100,10 +99,9 @@ func (ec *execCharges) answerOnce(call *execCall) *execAnswer {
 	return &a
 }
 
-// start queues charge for key, to run when one of the slots is free
-// (first, if urgent: a pass waits for it); its end calls back (to bring
-// the job to a pass that takes the answer).
-func (ec *execCharges) start(ctx context.Context, key string, since *time.Time, urgent bool,
+// start queues charge for key, to run when one of the slots is free; its
+// end calls back (to bring the job to a pass that takes the answer).
+func (ec *execCharges) start(ctx context.Context, key string, since *time.Time,
 	charge func(context.Context) (*execAnswer, error), back func()) *execCall {
 	call := &execCall{key: key, since: since, back: back, done: make(chan struct{}),
 		charge: func() (*execAnswer, error) { return charge(ctx) }}
@@ -112,29 +110,11 @@ func (ec *execCharges) start(ctx context.Context, key string, since *time.Time, 
 	ec.m[key] = call
 	if ec.running == execChargeSlots {
 		ec.waiting = append(ec.waiting, call)
-		if urgent {
-			ec.hurryLocked(call)
-		}
 		return call
 	}
 	ec.running++
 	ec.wg.Go(func() { ec.drain(call) })
 	return call
-}
-
-// hurry moves a waiting call to the head of the queue (a pass waits for
-// it); one already running or done is left as it is.
-func (ec *execCharges) hurry(call *execCall) {
-	ec.mu.Lock()
-	defer ec.mu.Unlock()
-	ec.hurryLocked(call)
-}
-
-func (ec *execCharges) hurryLocked(call *execCall) {
-	if i := slices.Index(ec.waiting, call); i > 0 {
-		copy(ec.waiting[1:i+1], ec.waiting[:i])
-		ec.waiting[0] = call
-	}
 }
 
 // drain runs call, then the waiting calls in turn until none is left. A

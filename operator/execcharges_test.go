@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -23,7 +22,7 @@ func TestExecCharges(t *testing.T) {
 	later := metav1.NewTime(since.Add(time.Minute))
 	run := func(ec *execCharges, a *execAnswer, err error) {
 		back := make(chan struct{})
-		call := ec.start(context.Background(), "ns/job", &since, false,
+		call := ec.start(context.Background(), "ns/job", &since,
 			func(context.Context) (*execAnswer, error) { return a, err }, func() { close(back) })
 		<-call.done
 		<-back
@@ -62,7 +61,7 @@ func TestExecChargesInFlight(t *testing.T) {
 	clock := metav1.NewTime(since)
 	ec := newExecCharges()
 	release := make(chan struct{})
-	call := ec.start(context.Background(), "ns/job", &since, false, func(context.Context) (*execAnswer, error) {
+	call := ec.start(context.Background(), "ns/job", &since, func(context.Context) (*execAnswer, error) {
 		<-release
 		return &execAnswer{}, nil
 	}, func() {})
@@ -83,7 +82,7 @@ func TestExecChargesSlots(t *testing.T) {
 	release := make(chan struct{})
 	calls := make([]*execCall, 3*execChargeSlots)
 	for i := range calls {
-		calls[i] = ec.start(context.Background(), fmt.Sprintf("ns/job-%d", i), &since, false, func(context.Context) (*execAnswer, error) {
+		calls[i] = ec.start(context.Background(), fmt.Sprintf("ns/job-%d", i), &since, func(context.Context) (*execAnswer, error) {
 			mu.Lock()
 			running++
 			most = max(most, running)
@@ -105,36 +104,4 @@ func TestExecChargesSlots(t *testing.T) {
 	if most > execChargeSlots {
 		t.Fatalf("%d charges ran at once, want at most %d", most, execChargeSlots)
 	}
-}
-
-// TestExecChargesUrgentFirst: a charge a pass waits for goes ahead of the
-// periodic ones waiting for a slot, and so does one hurried later.
-func TestExecChargesUrgentFirst(t *testing.T) {
-	since := t0
-	ec := newExecCharges()
-	release := make(chan struct{})
-	block := func(context.Context) (*execAnswer, error) { <-release; return &execAnswer{}, nil }
-	var queued []*execCall
-	for i := range execChargeSlots + 2 {
-		call := ec.start(context.Background(), fmt.Sprintf("ns/job-%d", i), &since, false, block, func() {})
-		if i >= execChargeSlots {
-			queued = append(queued, call)
-		}
-	}
-	urgent := ec.start(context.Background(), "ns/urgent", &since, true, block, func() {})
-	ec.mu.Lock()
-	head := ec.waiting[0]
-	ec.mu.Unlock()
-	if head != urgent {
-		t.Fatal("an urgent charge is not at the head of the queue")
-	}
-	ec.hurry(queued[1])
-	ec.mu.Lock()
-	order := slices.Clone(ec.waiting)
-	ec.mu.Unlock()
-	if want := []*execCall{queued[1], urgent, queued[0]}; !slices.Equal(order, want) {
-		t.Fatalf("queue after hurry: %v, want %v", order, want)
-	}
-	close(release)
-	<-urgent.done
 }
