@@ -16,30 +16,24 @@ import (
 // sixteen while every crawl's start, stop and finish waited behind them;
 // run in the background without a bound, they would take every pooled
 // database connection the state transitions need. A charge that waits for
-// its turn still counts every second since its crawl's last count: under
+// a slot still counts every second since its crawl's last count: under
 // load the counts come later and larger, none is lost.
 const execChargeSlots = 4
 
 // execCharges are the accounting ticks' store calls, run off the workers,
-// at most one per job at a time, by at most execChargeSlots goroutines;
-// the calls waiting for one are a queue (a goroutine each would cost
-// about 8 KiB a crawl at ten thousand).
+// at most one per job at a time.
 type execCharges struct {
-	mu      sync.Mutex
-	m       map[string]*execCall
-	waiting []*execCall
-	running int
-	wg      sync.WaitGroup
+	slots chan struct{}
+	mu    sync.Mutex
+	m     map[string]*execCall
+	wg    sync.WaitGroup
 }
 
 // execCall is one charge. Since is the status clock it counted from: its
 // answer holds for a status that still shows that clock, and once the
 // status shows the answer's the call is dropped.
 type execCall struct {
-	key    string
 	since  *time.Time
-	charge func() (*execAnswer, error)
-	back   func()
 	done   chan struct{}
 	answer *execAnswer
 	err    error
@@ -50,7 +44,7 @@ type execCall struct {
 }
 
 func newExecCharges() *execCharges {
-	return &execCharges{m: map[string]*execCall{}}
+	return &execCharges{slots: make(chan struct{}, execChargeSlots), m: map[string]*execCall{}}
 }
 
 // forget drops a job's call (the job is gone).
@@ -99,45 +93,26 @@ func (ec *execCharges) answerOnce(call *execCall) *execAnswer {
 	return &a
 }
 
-// start queues charge for key, to run when one of the slots is free; its
+// start runs charge for key in the background once a slot is free; its
 // end calls back (to bring the job to a pass that takes the answer).
 func (ec *execCharges) start(ctx context.Context, key string, since *time.Time,
 	charge func(context.Context) (*execAnswer, error), back func()) *execCall {
-	call := &execCall{key: key, since: since, back: back, done: make(chan struct{}),
-		charge: func() (*execAnswer, error) { return charge(ctx) }}
+	call := &execCall{since: since, done: make(chan struct{})}
 	ec.mu.Lock()
-	defer ec.mu.Unlock()
 	ec.m[key] = call
-	if ec.running == execChargeSlots {
-		ec.waiting = append(ec.waiting, call)
-		return call
-	}
-	ec.running++
-	ec.wg.Go(func() { ec.drain(call) })
-	return call
-}
-
-// drain runs call, then the waiting calls in turn until none is left. A
-// call whose job is gone meanwhile is not charged.
-func (ec *execCharges) drain(call *execCall) {
-	for call != nil {
-		ec.mu.Lock()
-		current := ec.m[call.key] == call
-		ec.mu.Unlock()
-		if current {
-			call.answer, call.err = call.charge()
+	ec.mu.Unlock()
+	ec.wg.Go(func() {
+		select {
+		case ec.slots <- struct{}{}:
+			call.answer, call.err = charge(ctx)
+			<-ec.slots
+		case <-ctx.Done():
+			call.err = ctx.Err()
 		}
 		close(call.done)
-		call.back()
-		ec.mu.Lock()
-		call = nil
-		if len(ec.waiting) > 0 {
-			call, ec.waiting = ec.waiting[0], ec.waiting[1:]
-		} else {
-			ec.running--
-		}
-		ec.mu.Unlock()
-	}
+		back()
+	})
+	return call
 }
 
 // sameClock reports whether a call counted from the status clock lut.

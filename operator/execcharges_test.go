@@ -3,8 +3,6 @@ package operator
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -70,38 +68,4 @@ func TestExecChargesInFlight(t *testing.T) {
 	}
 	close(release)
 	<-call.done
-}
-
-// TestExecChargesSlots: however many calls are started, at most
-// execChargeSlots run at once, and every one runs.
-func TestExecChargesSlots(t *testing.T) {
-	since := t0
-	ec := newExecCharges()
-	var mu sync.Mutex
-	running, most := 0, 0
-	release := make(chan struct{})
-	calls := make([]*execCall, 3*execChargeSlots)
-	for i := range calls {
-		calls[i] = ec.start(context.Background(), fmt.Sprintf("ns/job-%d", i), &since, func(context.Context) (*execAnswer, error) {
-			mu.Lock()
-			running++
-			most = max(most, running)
-			mu.Unlock()
-			<-release
-			mu.Lock()
-			running--
-			mu.Unlock()
-			return &execAnswer{}, nil
-		}, func() {})
-	}
-	close(release)
-	for i, call := range calls {
-		<-call.done
-		if call.answer == nil {
-			t.Fatalf("call %d: no answer", i)
-		}
-	}
-	if most > execChargeSlots {
-		t.Fatalf("%d charges ran at once, want at most %d", most, execChargeSlots)
-	}
 }
