@@ -141,6 +141,16 @@ func TestDecide(t *testing.T) {
 					t.Errorf("transition %+v", p.Transitions[0])
 				}
 			}}},
+		{name: "ran and ended between two passes: running, then complete",
+			job:  newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.State, s.Scale, s.InitRedis = store.StateStarting, 1, true })),
+			at:   time.Minute,
+			pods: pods(corev1.PodSucceeded),
+			redis: func() *redisState {
+				r := reachable("done")
+				r.PagesFound, r.PagesDone, r.FilesAdded = 3, 3, 1
+				return r
+			}(),
+			checks: []check{wantTransitions(store.StateRunning, store.StateComplete)}},
 		{name: "done with pages left: partial_complete",
 			job: newJob(1, runningStatus(store.StateRunning, 1)), at: time.Minute,
 			pods: pods(corev1.PodSucceeded),

@@ -88,6 +88,12 @@ func (p *plan) running(cj *trawlerv1.CrawlJob, o observed) {
 	}
 
 	if p.Scale > 0 && done+failed >= int(p.Scale) {
+		if done > 0 && r.PendingFiles == 0 && succeededDone == done && !store.IsRunning(p.Reaches) {
+			// A crawl that ran and ended between two passes was running:
+			// upstream records that before its end, and crawlStarted
+			// follows it.
+			p.enterRunning()
+		}
 		switch {
 		case r.PendingFiles > 0 || succeededDone < done:
 			// Wait for every WACZ to be recorded and every done crawler to
@@ -126,12 +132,19 @@ func (p *plan) running(cj *trawlerv1.CrawlJob, o observed) {
 			}
 		}
 	}
-	if next != p.Reaches {
-		from := store.RunningStates
-		if next == store.StateRunning {
-			from = slices.Concat(store.RunningStates, []string{store.StateStarting, store.StateWaitingCapacity}, store.PausedStates)
-		}
-		p.move(transition{To: next, From: from})
+	if next == store.StateRunning {
+		p.enterRunning()
+	} else if next != p.Reaches {
+		p.move(transition{To: next, From: store.RunningStates})
+	}
+}
+
+// enterRunning moves a crawl that is not running yet (starting, waiting
+// for capacity, paused) to running.
+func (p *plan) enterRunning() {
+	if p.Reaches != store.StateRunning {
+		p.move(transition{To: store.StateRunning,
+			From: slices.Concat(store.RunningStates, []string{store.StateStarting, store.StateWaitingCapacity}, store.PausedStates)})
 	}
 }
 

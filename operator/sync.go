@@ -79,7 +79,7 @@ func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) er
 
 	st := crawlStatus(cj, p, o)
 	c.reportTransitions(cj, st, p, o)
-	c.notifyStarted(ctx, key, cj, st)
+	c.notifyStarted(ctx, key, cj, st, p, o)
 	// Every pass writes a state change it made, whatever else it did: the
 	// pass that recreates a restarted crawl's pods writes restartTime with
 	// them, or the next one would see the restart pending and delete the
