@@ -18,8 +18,18 @@ import (
 
 // countExec carries out the plan's accounting tick: the store counts the
 // crawl's crawler-pod seconds and charges its org, and the org afterwards
-// says whether a quota calls for an automatic pause. Nil without a tick.
-func (c *Controller) countExec(ctx context.Context, cj *trawlerv1.CrawlJob, p plan, o observed) (*execAnswer, error) {
+// says whether a quota calls for an automatic pause. The charge runs in
+// the background (execCharges): a pass takes its answer once it is there,
+// and until then the status keeps its clock, so the next tick waits. Only
+// a tick that must be counted before what the pass leads to (a crawler
+// exited, the crawl is being deleted) waits for its answer, at the head
+// of the queue and at most the store timeout. Nil without an answer.
+func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.CrawlJob, p plan, o observed) (*execAnswer, error) {
+	lut := cj.Status.LastUpdatedTime
+	call, done := c.exec.take(key, lut)
+	if call != nil && done {
+		return c.execAnswer(call)
+	}
 	if p.Exec == nil {
 		return nil, nil
 	}
@@ -27,8 +37,49 @@ func (c *Controller) countExec(ctx context.Context, cj *trawlerv1.CrawlJob, p pl
 	if p.Exec.Since == nil {
 		return &execAnswer{LastUpdate: now, CrawlExecSeconds: cj.Status.CrawlExecTime}, nil
 	}
+	if call == nil {
+		var pending int64
+		if o.Redis != nil && o.Redis.Reachable {
+			pending = o.Redis.Size
+		}
+		tick := *p.Exec
+		call = c.exec.start(ctx, key, tick.Since, tick.Wait, func(ctx context.Context) (*execAnswer, error) {
+			return c.chargeExec(ctx, cj.Spec.ID, tick, now, pending)
+		}, func() { c.queue.Add(key) })
+	}
+	if !p.Exec.Wait {
+		return nil, nil
+	}
+	// The wait is bounded as a store call is: past it the answer comes
+	// with the pass the call's end brings.
+	c.exec.hurry(call)
+	wait := time.NewTimer(c.cfg.StoreTimeout)
+	defer wait.Stop()
+	select {
+	case <-call.done:
+	case <-wait.C:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, nil
+	}
+	if call, _ = c.exec.take(key, lut); call == nil {
+		return nil, nil
+	}
+	return c.execAnswer(call)
+}
+
+// execAnswer is what a done charge gives a pass.
+func (c *Controller) execAnswer(call *execCall) (*execAnswer, error) {
+	if call.err != nil || call.answer == nil {
+		return nil, call.err
+	}
+	return c.exec.answerOnce(call), nil
+}
+
+// chargeExec is one charge in the store and the pause it calls for.
+func (c *Controller) chargeExec(ctx context.Context, crawlID string, t execTick, now time.Time, pending int64) (*execAnswer, error) {
 	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
-	tick, err := c.store.ChargeCrawlExec(sctx, cj.Spec.ID, p.Exec.Since, now, p.Exec.Seconds)
+	tick, err := c.store.ChargeCrawlExec(sctx, crawlID, t.Since, now, t.Seconds)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("counting crawl exec seconds: %w", err)
@@ -40,10 +91,6 @@ func (c *Controller) countExec(ctx context.Context, cj *trawlerv1.CrawlJob, p pl
 	}
 	a := &execAnswer{LastUpdate: tick.LastUpdate, CrawlExecSeconds: tick.CrawlExecSeconds}
 	if tick.Org != nil {
-		var pending int64
-		if o.Redis != nil && o.Redis.Reachable {
-			pending = o.Redis.Size
-		}
 		a.PauseReason = quotaPauseReason(tick.Org, pending, now)
 	}
 	return a, nil

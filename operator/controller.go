@@ -85,6 +85,8 @@ type Controller struct {
 	locks keyLocks
 	// calls are state transitions the store is slow to answer.
 	calls transitionCalls
+	// exec are the accounting ticks' charges (execcharges.go).
+	exec *execCharges
 	// progressStore writes the crawl documents' progress in batches.
 	progressStore *progressStore
 
@@ -188,6 +190,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	c.expect = newExpectations()
 	c.pollers = newPollers(cfg, deps.Store, c.clock, c.log, c.wake)
 	c.background = newBackgroundTasks()
+	c.exec = newExecCharges()
 	if deps.Metrics != nil && cfg.MetricsInterval > 0 {
 		c.usage = newUsageWatcher(metricsAPI{deps.Metrics}, cfg, c.clock, c.log, c.enqueuePodOwner)
 	}
@@ -256,6 +259,7 @@ func (c *Controller) Run(ctx context.Context) {
 	c.profileQueue.ShutDown()
 	wg.Wait()
 	c.calls.wg.Wait()
+	c.exec.wg.Wait()
 	c.background.wait()
 }
 

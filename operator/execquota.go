@@ -27,6 +27,10 @@ import (
 type execTick struct {
 	Since   *time.Time
 	Seconds int64
+	// Wait: the pass waits for the count (a crawler exited, the crawl
+	// is being deleted), so what the pass leads to does not outrun it;
+	// the periodic ticks are answered in the background.
+	Wait bool
 }
 
 // execAnswer is what a tick left: the crawl's counters as stored (the
@@ -98,7 +102,7 @@ func (p *plan) accountExec(cj *trawlerv1.CrawlJob, o observed, cfg Config) {
 	seconds, newExit := podExecSeconds(o.Crawlers, since, now)
 	due := now.Sub(since) >= cfg.ExecAccountingInterval || newExit || cj.DeletionTimestamp != nil
 	if due && seconds > 0 {
-		p.Exec = &execTick{Since: &since, Seconds: seconds}
+		p.Exec = &execTick{Since: &since, Seconds: seconds, Wait: newExit || cj.DeletionTimestamp != nil}
 	}
 }
 

@@ -78,7 +78,10 @@ func TestAccountExec(t *testing.T) {
 			map[int]*corev1.Pod{0: runningSince(0, t0), 1: runningSince(1, t0)}, lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 120}},
 		// A crawler's exit is counted at once.
 		{"Exit", store.StateComplete, newJob(1, withLUT), map[int]*corev1.Pod{0: exited(0, t0, lut.Add(10*time.Second))},
-			lut.Add(15 * time.Second), &execTick{Since: &lut, Seconds: 10}},
+			lut.Add(15 * time.Second), &execTick{Since: &lut, Seconds: 10, Wait: true}},
+		// A deleted (canceled) crawl is counted at once, before teardown.
+		{"Deleted", store.StateCanceled, newJob(1, withLUT, func(cj *trawlerv1.CrawlJob) { cj.DeletionTimestamp = mtime(lut) }),
+			map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(5 * time.Second), &execTick{Since: &lut, Seconds: 5, Wait: true}},
 		// Idle: due, but nothing ran since the last count, so nothing is
 		// written.
 		{"NothingRan", store.StateRunning, newJob(1, withLUT), map[int]*corev1.Pod{0: exited(0, t0, lut.Add(-time.Second))},
@@ -98,7 +101,7 @@ func TestAccountExec(t *testing.T) {
 			case c.want != nil && p.Exec == nil:
 				t.Fatalf("no tick, want %+v", *c.want)
 			case c.want != nil && (p.Exec.Seconds != c.want.Seconds || (p.Exec.Since == nil) != (c.want.Since == nil) ||
-				p.Exec.Since != nil && !p.Exec.Since.Equal(*c.want.Since)):
+				p.Exec.Since != nil && !p.Exec.Since.Equal(*c.want.Since) || p.Exec.Wait != c.want.Wait):
 				t.Fatalf("tick %+v, want %+v", *p.Exec, *c.want)
 			}
 		})

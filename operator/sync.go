@@ -69,7 +69,7 @@ func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) er
 	answers, pending, requeue, err := c.carryOut(ctx, cj, o, p)
 	o.Answers = answers
 	errs := []error{err}
-	o.Exec, err = c.countExec(ctx, cj, p, o)
+	o.Exec, err = c.countExec(ctx, key, cj, p, o)
 	errs = append(errs, err)
 	// A 0.11 crawler cannot pause: its crawl runs on past the quota, as
 	// in 2023, and the org's next run is refused.
@@ -110,6 +110,7 @@ func (c *Controller) forgetJob(key string) {
 	c.expect.forget(key)
 	c.budget.forget(key)
 	c.calls.forget(key)
+	c.exec.forget(key)
 	c.background.forget(key)
 	c.background.forget(startedKey(key))
 	c.background.forget(failureKey(key))
