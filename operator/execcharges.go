@@ -10,10 +10,10 @@ import (
 )
 
 // execChargeSlots is how many accounting charges run at once. A charge
-// takes four database round trips and, within an org, waits for the
-// charge before it (the org's counters are read, split and written), so
-// ten thousand running crawls bring about 170 charges a second that the
-// database cannot always keep up with. Run in the workers, they held all
+// takes two database round trips for its crawl and a share of its org's
+// (the store writes an org's waiting charges together), so ten thousand
+// running crawls bring about 170 charges and 350 round trips a second
+// that a busy database cannot always keep up with. Run in the workers, they held all
 // sixteen while every crawl's start, stop and finish waited behind them;
 // run in the background without a bound, they would take every pooled
 // database connection the state transitions need. A charge that waits for

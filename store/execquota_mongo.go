@@ -124,11 +124,9 @@ func (m *Mongo) ChargeCrawlExec(ctx context.Context, id string, since *time.Time
 	return tick, nil
 }
 
-// chargeOrgExec charges d seconds counted at now to org oid and returns
-// the org afterwards. The operator's leader is the only writer of the
-// counters; its charges to one org are serialised here.
-func (m *Mongo) chargeOrgExec(ctx context.Context, oid uuid.UUID, now time.Time, d int64) (*Org, error) {
-	defer m.lockCrawl(orgLockKey(oid))()
+// writeOrgExecCharge charges d seconds counted at now to org oid and
+// returns the org afterwards; the caller holds the org's lock.
+func (m *Mongo) writeOrgExecCharge(ctx context.Context, oid uuid.UUID, now time.Time, d int64) (*Org, error) {
 	org, err := m.GetOrg(ctx, oid)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -132,5 +133,68 @@ func TestClaimAutoPauseEmail(t *testing.T) {
 	}
 	if err := m.RequestCrawlPause(ctx, "c1", now()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestChargeOrgExecCoalesces: the charges of an org's crawls that arrive
+// while the org's write is in flight go together in one org write, split
+// as the same charges one after the other would be.
+func TestChargeOrgExecCoalesces(t *testing.T) {
+	ctx := context.Background()
+	var cmds mongotest.Commands
+	m := mongotest.Open(t, cmds.Option())
+	org := mustOrg(t, m, "exec-batch")
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	if err := m.UpdateOrgQuotas(ctx, org.ID, store.QuotasUpdate{MaxExecMinutesPerMonth: ptr[int64](5),
+		GiftedExecMinutes: ptr[int64](1), ExtraExecMinutes: ptr[int64](2), Modified: t0}); err != nil {
+		t.Fatal(err)
+	}
+	const crawls, each = 20, 30
+	for i := range crawls {
+		wf := mustWorkflow(t, m, org.ID, fmt.Sprintf("wf%d", i), "https://example.com/")
+		mustCrawl(t, m, wf, fmt.Sprintf("c%d", i), now())
+	}
+	at := t0.Add(each * time.Second)
+
+	cmds.Reset()
+	release := m.HoldOrgLock(org.ID)
+	ticks := make(chan store.ExecTick, crawls)
+	errs := make(chan error, crawls)
+	for i := range crawls {
+		go func() {
+			tick, err := m.ChargeCrawlExec(ctx, fmt.Sprintf("c%d", i), &t0, at, each)
+			ticks <- tick
+			errs <- err
+		}()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for m.OpenOrgCharge(org.ID, at) != crawls*each {
+		if time.Now().After(deadline) {
+			release()
+			t.Fatalf("open batch %d s, want %d", m.OpenOrgCharge(org.ID, at), crawls*each)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	release()
+	for range crawls {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		if tick := <-ticks; !tick.Counted || tick.Org == nil || tick.Org.CrawlExecSeconds["2026-12"] != crawls*each {
+			t.Fatalf("tick %+v", tick)
+		}
+	}
+	if n := cmds.Count("findAndModify", "organizations"); n != 1 {
+		t.Errorf("%d org writes for %d charges in one batch, want 1", n, crawls)
+	}
+	// 600 s: the month's 300, then the 60 gifted, then 120 of the extra
+	// minutes; the 120 over everything are counted but not charged.
+	o, err := m.GetOrg(ctx, org.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.MonthlyExecSeconds["2026-12"] != 300 || o.GiftedExecSeconds["2026-12"] != 60 || o.ExtraExecSeconds["2026-12"] != 120 ||
+		o.GiftedExecSecondsAvailable != 0 || o.ExtraExecSecondsAvailable != 0 || o.CrawlExecSeconds["2026-12"] != 600 {
+		t.Fatalf("org counters %+v", o.ExecCounters)
 	}
 }

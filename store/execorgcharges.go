@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// orgCharges coalesces the execution-time charges to one org. An org's
+// charges are serialised (its counters are read, split and written), so
+// with thousands of its crawls running, one read and one write per
+// crawl is a line no database keeps up with. Charges that arrive while
+// the org's write is in flight form the next batch, written as one
+// charge of their sum: splitting a sum between the monthly quota, the
+// gifted and the extra seconds gives the same parts as splitting its
+// terms one after the other. No charge waits for more than the write
+// before its own.
+type orgCharges struct {
+	mu   sync.Mutex
+	open map[orgMonth]*orgBatch
+}
+
+// orgMonth keys a batch: one org's charges counted in one month.
+type orgMonth struct {
+	oid   uuid.UUID
+	month string
+}
+
+// orgBatch is the charges waiting for one org write; done closes when
+// the write answered org or err, for each of them.
+type orgBatch struct {
+	seconds int64
+	now     time.Time
+	done    chan struct{}
+	org     *Org
+	err     error
+}
+
+// join adds d seconds counted at now to the open batch of org oid and
+// returns it.
+func (oc *orgCharges) join(oid uuid.UUID, now time.Time, d int64) (orgMonth, *orgBatch) {
+	key := orgMonth{oid: oid, month: YearMonth(now)}
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	if oc.open == nil {
+		oc.open = map[orgMonth]*orgBatch{}
+	}
+	b := oc.open[key]
+	if b == nil {
+		b = &orgBatch{done: make(chan struct{})}
+		oc.open[key] = b
+	}
+	b.seconds += d
+	b.now = now
+	return key, b
+}
+
+// close takes batch b for writing: true for the first caller, once no
+// more charges may join it.
+func (oc *orgCharges) close(key orgMonth, b *orgBatch) bool {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	if oc.open[key] != b {
+		return false
+	}
+	delete(oc.open, key)
+	return true
+}
+
+// chargeOrgExec charges d seconds counted at now to org oid and returns
+// the org afterwards, with the charges that arrived while the org's
+// previous write was in flight (orgCharges). The operator's leader is
+// the only writer of the counters; its writes to one org are serialised
+// by the org's lock, which quota updates take too.
+func (m *Mongo) chargeOrgExec(ctx context.Context, oid uuid.UUID, now time.Time, d int64) (*Org, error) {
+	key, b := m.orgCharges.join(oid, now, d)
+	unlock := m.lockCrawl(orgLockKey(oid))
+	if m.orgCharges.close(key, b) {
+		b.org, b.err = m.writeOrgExecCharge(ctx, oid, b.now, b.seconds)
+		close(b.done)
+	}
+	unlock()
+	// Whoever closed the batch wrote it while holding the lock this call
+	// held after it.
+	<-b.done
+	return b.org, b.err
+}
