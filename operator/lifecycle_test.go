@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/store"
@@ -19,22 +21,32 @@ import (
 func TestCrawlRunsToComplete(t *testing.T) {
 	h := newHarness(t)
 	h.startOperator(h.config())
+	// A watch from before the crawl exists tells which pod came first; a
+	// poll could miss the moment between the two creates.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	w, err := h.kube.CoreV1().Pods(h.ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 	id := h.startCrawl(crawlOpts{scale: 1, seed: "https://example.com/?sim-pages=30&sim-fail=0.2"})
 
 	crawler, redis := k8s.CrawlerName(id, 0), k8s.RedisName(id)
-	var sawCrawlerWithoutRedis bool
-	h.waitFor("crawler pod", 20*time.Second, func() bool {
-		pods := h.pods(id)
-		_, hasCrawler := pods[crawler]
-		_, hasRedis := pods[redis]
-		if hasCrawler && !hasRedis {
-			sawCrawlerWithoutRedis = true
+	var first string
+	for ev := range w.ResultChan() {
+		if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Added && (p.Name == crawler || p.Name == redis) {
+			first = p.Name
+			break
 		}
-		return hasCrawler
-	})
-	if !sawCrawlerWithoutRedis {
-		t.Error("redis pod existed before the crawler pod")
 	}
+	if first != crawler {
+		t.Errorf("first pod created: %q, want the crawler pod %s before its redis pod", first, crawler)
+	}
+	h.waitFor("crawler pod", 20*time.Second, func() bool {
+		_, ok := h.pods(id)[crawler]
+		return ok
+	})
 	p := h.pods(id)[crawler]
 	if p.Spec.Hostname != crawler || p.Spec.Subdomain != "crawler" || p.Spec.RestartPolicy != corev1.RestartPolicyOnFailure ||
 		p.Spec.PriorityClassName != "crawl-instance-0" || p.Labels["role"] != "crawler" || p.Labels["crawl"] != id {
