@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,11 +24,19 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // goldenNow is the fixed wall clock of the golden runs.
 var goldenNow = time.Date(2023, 9, 11, 17, 30, 0, 123e6, time.UTC)
 
+// goldenStore is held by one golden crawl at a time: with a fixed clock
+// and a fixed store path they all upload to the same key, and a crawl
+// reading its WACZ back while another overwrites it reads the other's,
+// or fails the read's precondition.
+var goldenStore sync.Mutex
+
 // goldenCrawl has three seeds, popped in this order (same score, then
 // by JSON): a prefix seed below the host root, whose first out-of-prefix
 // link is queued one hop out (extraHops 1); a page-scoped seed, whose
 // links may only be extra hops; a one-page site with "&" in its query.
 func goldenCrawl(t *testing.T, args string) (*crawl, *instance) {
+	goldenStore.Lock()
+	t.Cleanup(goldenStore.Unlock)
 	cfg := map[string]any{
 		"seeds": []any{
 			map[string]any{"url": "https://example.com/docs/?sim-pages=4&sim-links=3"},
