@@ -38,7 +38,9 @@ func TestMetricsAfterACrawl(t *testing.T) {
 	}
 	c.JSON("POST", "/api/orgs/"+oid+"/crawlconfigs/", map[string]any{
 		"name": "metered", "runNow": true, "scale": 2,
-		"config": map[string]any{"seeds": []any{map[string]any{"url": "https://example.com/?sim-pages=60&sim-page-ms=100"}}},
+		// Long enough (about 12 s) that a status shows both crawlers
+		// running: at 100 ms a page it could end between two passes.
+		"config": map[string]any{"seeds": []any{map[string]any{"url": "https://example.com/?sim-pages=60&sim-page-ms=400"}}},
 	}, 200, &added)
 	id := added.RunNowJob
 

@@ -76,7 +76,7 @@ func (oc *orgCharges) close(key orgMonth, b *orgBatch) bool {
 // by the org's lock, which quota updates take too.
 func (m *Mongo) chargeOrgExec(ctx context.Context, oid uuid.UUID, now time.Time, d int64) (*Org, error) {
 	key, b := m.orgCharges.join(oid, now, d)
-	unlock := m.lockCrawl(orgLockKey(oid))
+	unlock := m.lockOrg(oid)
 	if m.orgCharges.close(key, b) {
 		b.org, b.err = m.writeOrgExecCharge(ctx, oid, b.now, b.seconds)
 		close(b.done)

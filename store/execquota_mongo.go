@@ -31,7 +31,7 @@ type QuotasUpdate struct {
 //
 // Errors: NotFound("org_not_found").
 func (m *Mongo) UpdateOrgQuotas(ctx context.Context, id uuid.UUID, u QuotasUpdate) error {
-	defer m.lockCrawl(orgLockKey(id))()
+	defer m.lockOrg(id)()
 	org, err := m.GetOrg(ctx, id)
 	if err != nil {
 		return err
@@ -232,9 +232,14 @@ func (m *Mongo) OrgOwnerEmails(ctx context.Context, oid uuid.UUID) ([]string, er
 	return emails, nil
 }
 
-// orgLockKey is the key of lockCrawl's stripe that serialises this
-// process's read-then-write changes of an org's exec counters.
-func orgLockKey(id uuid.UUID) string { return "org/" + id.String() }
+// lockOrg serialises this process's read-then-write changes of org id's
+// exec counters, and returns the unlock function. Its stripes are not
+// the crawls': a crawl's count never waits for an org's write.
+func (m *Mongo) lockOrg(id uuid.UUID) func() {
+	mu := &m.orgLocks[id[len(id)-1]%uint8(len(m.orgLocks))]
+	mu.Lock()
+	return mu.Unlock
+}
 
 // sameTime reports whether two optional times are the same instant, to
 // the millisecond MongoDB keeps.

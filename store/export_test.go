@@ -8,7 +8,7 @@ import (
 
 // HoldOrgLock takes org oid's lock, as an org write in flight does, and
 // returns its release.
-func (m *Mongo) HoldOrgLock(oid uuid.UUID) func() { return m.lockCrawl(orgLockKey(oid)) }
+func (m *Mongo) HoldOrgLock(oid uuid.UUID) func() { return m.lockOrg(oid) }
 
 // OpenOrgCharge is the seconds waiting in org oid's open batch for the
 // month of now.

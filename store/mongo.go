@@ -45,6 +45,7 @@ type Mongo struct {
 	db     *mongo.Database
 
 	crawlLocks [64]sync.Mutex // striped by crawl id, see lockCrawl
+	orgLocks   [16]sync.Mutex // striped by org id, see lockOrg
 	orgCharges orgCharges
 
 	kindMu    sync.Mutex // guards kindKnown and isFerret
