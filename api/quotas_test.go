@@ -161,7 +161,7 @@ func TestExecQuotaEnforced(t *testing.T) {
 
 // TestOrgReadOnly: POST /orgs/{oid}/read-only is the superuser's; a
 // read-only org shows it, is refused runs (before the quotas) and seed
-// files with 403 org_set_to_read_only, gets a runNow workflow created
+// files and uploads with 403 org_set_to_read_only, gets a runNow workflow created
 // without its crawl, and its scheduled crawls start nothing; set
 // writable again, the reason goes and runs start.
 func TestOrgReadOnly(t *testing.T) {
@@ -189,6 +189,7 @@ func TestOrgReadOnly(t *testing.T) {
 		t.Fatalf("runNow while read-only: %v", added)
 	}
 	e.wantDetail(e.do(asCrawler, "PUT", e.orgPath("/files/seedFile?filename=seeds.txt"), "https://example.com/\n"), 403, "org_set_to_read_only")
+	e.wantDetail(e.do(asCrawler, "PUT", e.orgPath("/uploads/stream?filename=a.wacz&name=a"), "not read"), 403, "org_set_to_read_only")
 	e.srv.Scheduler().fire(e.org, uuid.MustParse(cid))
 	if crawls := e.crawlsOf(cid); len(crawls) != 0 || e.launcher.count() != launched {
 		t.Fatalf("scheduled run of a read-only org: %v", crawls)

@@ -65,11 +65,8 @@ func (s *Server) putSeedFile(c echo.Context) error {
 		return validationError{missingField("query", "filename")}
 	}
 	ctx, org, user := c.Request().Context(), currentOrg(c), currentUser(c)
-	if org.ReadOnly {
-		return errOrgReadOnly
-	}
-	if org.StorageQuotaReached() {
-		return errStorageQuotaReached
+	if err := refuseNewFiles(org); err != nil {
+		return err
 	}
 	if !strings.HasSuffix(filename, ".txt") {
 		return badRequest("invalid_extension")

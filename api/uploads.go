@@ -133,8 +133,8 @@ func (s *Server) uploadStream(c echo.Context) error {
 		return err
 	}
 	ctx, org := c.Request().Context(), currentOrg(c)
-	if org.StorageQuotaReached() {
-		return errStorageQuotaReached
+	if err := refuseNewFiles(org); err != nil {
+		return err
 	}
 	id, left := "upload-"+uuid.NewString(), quotaLeft(org)
 	replace := false
@@ -164,8 +164,8 @@ func (s *Server) uploadFormData(c echo.Context) error {
 		return validationError{missingField("body", "uploads")}
 	}
 	ctx, org := c.Request().Context(), currentOrg(c)
-	if org.StorageQuotaReached() {
-		return errStorageQuotaReached
+	if err := refuseNewFiles(org); err != nil {
+		return err
 	}
 	id, left := uuid.NewString(), quotaLeft(org)
 	return s.storeUpload(c, id, meta, false, func(t fileTarget) ([]store.CrawlFile, error) {
@@ -195,6 +195,18 @@ func (s *Server) uploadFormData(c echo.Context) error {
 		}
 		return files, nil
 	})
+}
+
+// refuseNewFiles refuses a file uploaded to an org that is read-only,
+// then one whose storage quota is reached, as upstream checks them.
+func refuseNewFiles(org *store.Org) error {
+	switch {
+	case org.ReadOnly:
+		return errOrgReadOnly
+	case org.StorageQuotaReached():
+		return errStorageQuotaReached
+	}
+	return nil
 }
 
 // uploadKey is where a file of upload id goes.
