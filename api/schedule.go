@@ -75,16 +75,10 @@ func (sc *Scheduler) Start(ctx context.Context) error {
 }
 
 // scheduleSeedFileCleanup adds the seed-file cleanup to the cron, when
-// it has a schedule. A schedule that does not parse is logged: the
-// crawls' schedules run all the same.
+// it has a schedule.
 func (sc *Scheduler) scheduleSeedFileCleanup(ctx context.Context) {
-	spec := sc.srv.cfg.SeedFileCleanupSchedule
-	if spec == "" {
-		return
-	}
-	when, err := cron.ParseStandard(spec)
-	if err != nil {
-		sc.srv.log.Error("seed-file cleanup not scheduled", "seed_files.cleanup_schedule", spec, "err", err)
+	when := sc.srv.cfg.SeedFileCleanupSchedule
+	if when == nil {
 		return
 	}
 	sc.cron.Schedule(when, cron.FuncJob(func() {

@@ -32,6 +32,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/robfig/cron/v3"
 	"k8s.io/utils/clock"
 
 	"github.com/trawlerhq/trawler/k8s"
@@ -92,10 +93,10 @@ type Config struct {
 	AppOrigin string
 
 	// SeedFileCleanupSchedule is when the leader deletes old seed files
-	// that nothing references (a cron expression, UTC; "" never), and
-	// SeedFileCleanupAfter how old they must be (upstream's
-	// CLEANUP_JOB_CRON_SCHEDULE and CLEANUP_FILES_AFTER_MINUTES).
-	SeedFileCleanupSchedule string
+	// that nothing references (UTC; nil never), and SeedFileCleanupAfter
+	// how old they must be (upstream's CLEANUP_JOB_CRON_SCHEDULE and
+	// CLEANUP_FILES_AFTER_MINUTES).
+	SeedFileCleanupSchedule cron.Schedule
 	SeedFileCleanupAfter    time.Duration
 
 	// ScheduleRescan is how often the scheduler re-reads the schedules of

@@ -117,7 +117,7 @@ var settings = []setting{
 	{"cluster_domain", "cluster.local", "cluster DNS domain used in per-crawl Redis URLs"},
 	{"max_crawl_scale", 3, "largest crawler scale; also the number of crawl-instance-<i> PriorityClasses"},
 	{"paused_crawl_limit_minutes", 10080, "a paused crawl not resumed within this many minutes ends as stopped_pause_expired, keeping its files (upstream's PAUSED_CRAWL_LIMIT_MINUTES; 10080 is a week)"},
-	{"seed_files.cleanup_schedule", "0 0 * * 0", "when the leader deletes seed files that no workflow or crawl references (cron, UTC; empty = never), recording each run in jobs (upstream's CLEANUP_JOB_CRON_SCHEDULE)"},
+	{"seed_files.cleanup_schedule", "0 0 * * 0", "when the leader deletes seed files that no workflow or crawl references (cron, UTC; empty = never; one that does not parse stops the start), recording each run in jobs (upstream's CLEANUP_JOB_CRON_SCHEDULE)"},
 	{"seed_files.cleanup_after_minutes", 1440, "how old an unreferenced seed file must be for the cleanup to delete it (upstream's CLEANUP_FILES_AFTER_MINUTES)"},
 	{"max_pages_per_crawl", 0, "page limit of every crawl (0 = none); reported by /api/settings"},
 

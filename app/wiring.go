@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-viper/mapstructure/v2"
+	"github.com/robfig/cron/v3"
 	"github.com/spf13/viper"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -57,6 +58,12 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 			return api.Config{}, fmt.Errorf("generating jwt secret: %w", err)
 		}
 	}
+	var cleanup cron.Schedule
+	if spec := v.GetString("seed_files.cleanup_schedule"); spec != "" {
+		if cleanup, err = cron.ParseStandard(spec); err != nil {
+			return api.Config{}, fmt.Errorf("seed_files.cleanup_schedule %q: %w", spec, err)
+		}
+	}
 	channels, err := CrawlerChannelsConfig(v)
 	if err != nil {
 		return api.Config{}, err
@@ -85,7 +92,7 @@ func apiConfig(v *viper.Viper, logger *slog.Logger) (api.Config, error) {
 		DefaultBehaviorTimeSeconds: v.GetInt("api.default_behavior_time_seconds"),
 		DefaultPageLoadTimeSeconds: v.GetInt("api.default_page_load_time_seconds"),
 		ScheduleRescan:             v.GetDuration("api.schedule_rescan"),
-		SeedFileCleanupSchedule:    v.GetString("seed_files.cleanup_schedule"),
+		SeedFileCleanupSchedule:    cleanup,
 		SeedFileCleanupAfter:       time.Duration(v.GetInt("seed_files.cleanup_after_minutes")) * time.Minute,
 		PresignDuration:            time.Duration(v.GetInt("storage.presign_duration_minutes")) * time.Minute,
 		EventsPollInterval:         v.GetDuration("api.events_poll_interval"),

@@ -79,11 +79,13 @@ func TestSocksProxySettings(t *testing.T) {
 	}
 }
 
-// TestEventSettingsChecked: event-stream timings that would break streams
-// (no keep-alive, one slower than proxies allow, no poll) are refused.
-func TestEventSettingsChecked(t *testing.T) {
+// TestAPISettingsChecked: event-stream timings that would break streams
+// (no keep-alive, one slower than proxies allow, no poll) and a seed-file
+// cleanup schedule that is no cron expression stop the start.
+func TestAPISettingsChecked(t *testing.T) {
 	for _, bad := range []struct{ name, value string }{
 		{"api.events_keepalive", "0s"}, {"api.events_keepalive", "16s"}, {"api.events_poll_interval", "0s"},
+		{"seed_files.cleanup_schedule", "every sunday"},
 	} {
 		name, value := bad.name, bad.value
 		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
