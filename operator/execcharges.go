@@ -13,12 +13,13 @@ import (
 // takes two database round trips for its crawl and a share of its org's
 // (the store writes an org's waiting charges together), so ten thousand
 // running crawls bring about 170 charges and 350 round trips a second
-// that a busy database cannot always keep up with. Run in the workers, they held all
-// sixteen while every crawl's start, stop and finish waited behind them;
-// run in the background without a bound, they would take every pooled
-// database connection the state transitions need. A charge that waits for
-// its turn still counts every second since its crawl's last count: under
-// load the counts come later and larger, none is lost.
+// that a busy database cannot always keep up with. Run in the workers,
+// they held all sixteen while every crawl's start, stop and finish
+// waited behind them; run in the background without a bound, they would
+// take every pooled database connection the state transitions need. A
+// charge that waits for its turn still counts every second since its
+// crawl's last count: under load the counts come later and larger, none
+// is lost.
 const execChargeSlots = 4
 
 // execCharges are the accounting ticks' store calls, run off the workers,
