@@ -88,14 +88,15 @@ func (p *plan) running(cj *trawlerv1.CrawlJob, o observed) {
 	}
 
 	if p.Scale > 0 && done+failed >= int(p.Scale) {
-		if done > 0 && r.PendingFiles == 0 && succeededDone == done && !store.IsRunning(p.Reaches) {
+		settled := r.PendingFiles == 0 && succeededDone == done
+		if settled && done > 0 && !store.IsRunning(p.Reaches) {
 			// A crawl that ran and ended between two passes was running:
 			// upstream records that before its end, and crawlStarted
 			// follows it.
 			p.enterRunning()
 		}
 		switch {
-		case r.PendingFiles > 0 || succeededDone < done:
+		case !settled:
 			// Wait for every WACZ to be recorded and every done crawler to
 			// exit; the poller and pod events bring us back.
 		case done > 0 && r.PagesFound == 1 && r.FilesAdded == 0:

@@ -57,9 +57,9 @@ func (oc *orgCharges) join(oid uuid.UUID, now time.Time, d int64) (orgMonth, *or
 	return key, b
 }
 
-// close takes batch b for writing: true for the first caller, once no
-// more charges may join it.
-func (oc *orgCharges) close(key orgMonth, b *orgBatch) bool {
+// seal takes batch b for writing: true for the first caller, and no
+// more charges join it.
+func (oc *orgCharges) seal(key orgMonth, b *orgBatch) bool {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
 	if oc.open[key] != b {
@@ -77,12 +77,12 @@ func (oc *orgCharges) close(key orgMonth, b *orgBatch) bool {
 func (m *Mongo) chargeOrgExec(ctx context.Context, oid uuid.UUID, now time.Time, d int64) (*Org, error) {
 	key, b := m.orgCharges.join(oid, now, d)
 	unlock := m.lockOrg(oid)
-	if m.orgCharges.close(key, b) {
+	if m.orgCharges.seal(key, b) {
 		b.org, b.err = m.writeOrgExecCharge(ctx, oid, b.now, b.seconds)
 		close(b.done)
 	}
 	unlock()
-	// Whoever closed the batch wrote it while holding the lock this call
+	// Whoever sealed the batch wrote it while holding the lock this call
 	// held after it.
 	<-b.done
 	return b.org, b.err
