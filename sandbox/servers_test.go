@@ -126,6 +126,38 @@ func TestMongoConcurrentWritesAreAtomic(t *testing.T) {
 	}
 }
 
+// TestMongoOpenCursorsLeaveRoomForWrites: cursors a client leaves open
+// (one whose context ended before the reply came never learns the cursor's
+// ID) must not hold mongotestd's SQLite connections. Stock FerretDB keeps a
+// connection per open cursor, from a pool of 100: with 100 left open every
+// later query waited forever, and a write holding the write lock with it
+// (the 10,000-crawl run's deadlock).
+func TestMongoOpenCursorsLeaveRoomForWrites(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, client := startMongo(t)
+	coll := client.Database("cursors").Collection("things")
+	for i := range 5 {
+		if _, err := coll.InsertOne(ctx, bson.M{"_id": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const open = 150
+	for i := range open {
+		cur, err := coll.Find(ctx, bson.M{}, options.Find().SetBatchSize(1))
+		if err != nil {
+			t.Fatalf("find %d with %d cursors open: %v", i+1, i, err)
+		}
+		t.Cleanup(func() { _ = cur.Close(context.Background()) })
+	}
+	if _, err := coll.InsertOne(ctx, bson.M{"_id": "after"}); err != nil {
+		t.Fatalf("insert with %d cursors open: %v", open, err)
+	}
+	if n, err := coll.CountDocuments(ctx, bson.M{}); err != nil || n != 6 {
+		t.Fatalf("count with %d cursors open = %d, %v; want 6", open, n, err)
+	}
+}
+
 func TestRedisRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	r, err := sandbox.StartRedis(ctx, t.TempDir())
