@@ -94,6 +94,21 @@ func TestParamDefaults(t *testing.T) {
 	}
 }
 
+// TestErrorPageFlags: the --sim.* flags for HTTP error pages and noise set
+// the crawl's defaults, which a seed's own query parameters then override.
+func TestErrorPageFlags(t *testing.T) {
+	p, err := newParams(map[string]any{"seeds": []any{"https://example.com/"}, "sim.httpError": "0.3",
+		"sim.httpStatus": "503", "sim.statusUrlRx": "/sim/2$", "sim.urlStatus": "410", "sim.noise": "0.2"}, nil, "h", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := p.sim.site
+	if site.httpError != 0.3 || site.httpStatus != 503 || site.statusURL == nil || site.statusURL.String() != "/sim/2$" ||
+		site.urlStatus != 410 || site.noise != 0.2 {
+		t.Errorf("site knobs from flags: %+v", site)
+	}
+}
+
 func TestEffectiveLimit(t *testing.T) {
 	for _, tc := range []struct{ limit, max, want int }{
 		{0, 0, 0}, {10, 0, 10}, {0, 10, 10}, {5, 10, 5}, {10, 5, 5},
