@@ -255,3 +255,40 @@ func waitOwnerMails(t *testing.T, mailpit *sandbox.Mailpit, to string, n int) *s
 	}
 	return found
 }
+
+// TestStorageQuotaPauses (upstream-2026 §6): a running 1.x crawl whose org
+// reaches its storage quota (the bytes stored plus the crawl's bytes not
+// yet uploaded) is paused, paused_storage_quota_reached, with its pause
+// upload recorded, and the owner gets one e-mail.
+func TestStorageQuotaPauses(t *testing.T) {
+	besideOthers(t)
+	h := newHarness(t)
+	ctx := context.Background()
+	owner := &store.User{ID: uuid.New(), Email: "owner4-" + h.ns + "@example.com", Name: "Owner", IsActive: true}
+	if err := h.store.CreateUser(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.SetOrgUserRole(ctx, h.org, owner.ID, store.RoleOwner); err != nil {
+		t.Fatal(err)
+	}
+	cfg := h.config()
+	cfg.ExecAccountingInterval = time.Second
+	cfg.Resync = time.Second
+	deps := h.deps()
+	deps.Mailer = email.New(email.Config{Host: "127.0.0.1", Port: h.env.Mailpit.SMTPPort}, nil)
+	h.startOperatorWith(cfg, deps)
+	id := h.startCrawl(crawlOpts{seed: "https://example.com/?sim-pages=2000&sim-page-ms=500&sim-bytes=20000"})
+	h.waitPagesDone(id, 2)
+	// 2 pages of 20 kB are more than this quota before anything is uploaded.
+	if err := h.store.SetOrgQuotas(ctx, h.org, store.OrgQuotas{StorageQuota: 30000}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState(id, 90*time.Second, store.StatePausedStorageQuota)
+	if c := h.crawl(id); len(c.Files) == 0 {
+		t.Fatalf("paused crawl has no files: the pause upload was not recorded (%+v)", c)
+	}
+	mail := waitOwnerMails(t, h.env.Mailpit, owner.Email, 1)
+	if !strings.Contains(mail.Subject, "storage") || !strings.Contains(mail.Text, store.StatePausedStorageQuota) {
+		t.Fatalf("e-mail %q:\n%s", mail.Subject, mail.Text)
+	}
+}
