@@ -56,14 +56,19 @@ func BenchmarkScale(b *testing.B) {
 	}
 }
 
-// scaleConfig makes the child operator run the scale harness's images
-// and reach each crawl's Redis through the SharedRedis resolver. CPU
-// requests are zero, so ten thousand crawls fit the sandbox's node, and
-// crawler pods get no liveness probe: the fleet's pods serve no /healthz
-// (a listener per pod would cost what the fleet saves), and failed probes
-// would restart them mid-run.
+// scaleConfig makes the operator run the scale harness's images (on every
+// channel too, keeping its protocol: a channel's image wins over
+// CrawlerImage) and reach each crawl's Redis through the SharedRedis
+// resolver. CPU requests are zero, so ten thousand crawls fit the
+// sandbox's node, and crawler pods get no liveness probe: the fleet's pods
+// serve no /healthz (a listener per pod would cost what the fleet saves),
+// and failed probes would restart them mid-run.
 func scaleConfig(cfg operator.Config, resolver, crawlerImage, redisImage string) operator.Config {
 	cfg.CrawlerImage, cfg.RedisImage = crawlerImage, redisImage
+	cfg.CrawlerChannels = slices.Clone(cfg.CrawlerChannels)
+	for i := range cfg.CrawlerChannels {
+		cfg.CrawlerChannels[i].Image = crawlerImage
+	}
 	cfg.CrawlerLivenessPort = 0
 	zero := resource.MustParse("0")
 	cfg.CrawlerCPU = &zero
