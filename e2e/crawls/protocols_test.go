@@ -16,8 +16,8 @@ import (
 // stack's default channel speaks the protocol TRAWLER_TEST_CRAWLER_PROTOCOL
 // chooses and its legacy channel the other one. Each scenario must end
 // the same way on either (docs/compatibility.md lists the subset):
-// a crawl to its page limit, a stop, a cancel, a scale-up, and a restart
-// by an exclusion edit.
+// a crawl to its page, time and size limits, a stop, a cancel, a
+// scale-up, and a restart by an exclusion edit.
 func TestProtocolMatrix(t *testing.T) {
 	stack := sharedStack(t)
 	for _, channel := range []string{k8s.DefaultChannel, legacyChannel} {
@@ -25,13 +25,27 @@ func TestProtocolMatrix(t *testing.T) {
 			t.Run("limit", func(t *testing.T) {
 				t.Parallel()
 				c := newClient(t, stack)
-				id := c.startOn(channel, "limit", "https://limit.example/?sim-pages=20&sim-page-ms=200", map[string]any{"limit": 5})
+				id := c.startOn(channel, "limit", "https://limit.example/?sim-pages=20&sim-page-ms=200", map[string]any{"limit": 5}, nil)
 				crawl := c.waitCrawl(id)
 				stats, _ := crawl["stats"].(map[string]any)
 				if crawl["state"] != "complete" || stats["done"] != 5.0 || crawl["fileCount"] == 0.0 {
 					t.Errorf("crawl ended %v with stats %v and %v files, want complete, 5 pages, files", crawl["state"], stats, crawl["fileCount"])
 				}
 			})
+			for _, limit := range []struct {
+				name, field string
+				value       int
+			}{{"time limit", "crawlTimeout", 5}, {"size limit", "maxCrawlSize", 300_000}} {
+				t.Run(limit.name, func(t *testing.T) {
+					t.Parallel()
+					c := newClient(t, stack)
+					id := c.startOn(channel, limit.name, "https://limits.example/?sim-pages=500&sim-page-ms=1000&sim-bytes=50000",
+						nil, map[string]any{limit.field: limit.value})
+					if crawl := c.waitCrawl(id); crawl["state"] != "partial_complete" || crawl["fileCount"] == 0.0 {
+						t.Errorf("crawl over its %s ended %v with %v files, want partial_complete with files", limit.name, crawl["state"], crawl["fileCount"])
+					}
+				})
+			}
 			t.Run("stop", func(t *testing.T) {
 				t.Parallel()
 				c := newClient(t, stack)
@@ -68,7 +82,7 @@ func TestProtocolMatrix(t *testing.T) {
 			t.Run("restart", func(t *testing.T) {
 				t.Parallel()
 				c := newClient(t, stack)
-				id := c.startOn(channel, "restart", "https://restart.example/?sim-pages=60&sim-page-ms=2000", nil)
+				id := c.startOn(channel, "restart", "https://restart.example/?sim-pages=60&sim-page-ms=2000", nil, nil)
 				c.waitPagesDone(id, 1)
 				c.Object("POST", c.Org("/crawls/"+id+"/exclusions?regex=never-matches"), nil, 200)
 				crawl := c.waitCrawl(id)
@@ -81,16 +95,19 @@ func TestProtocolMatrix(t *testing.T) {
 	}
 }
 
-// startOn starts a workflow on a crawler channel, with extra config
-// fields, and returns its crawl id.
-func (c client) startOn(channel, name, seed string, config map[string]any) string {
+// startOn starts a workflow on a crawler channel, with extra config and
+// workflow fields, and returns its crawl id.
+func (c client) startOn(channel, name, seed string, config, workflow map[string]any) string {
 	c.T.Helper()
 	cfg := map[string]any{"seeds": []any{map[string]any{"url": seed}}}
 	for k, v := range config {
 		cfg[k] = v
 	}
-	out := c.Object("POST", c.Org("/crawlconfigs/"), map[string]any{"name": name + " on " + channel,
-		"runNow": true, "crawlerChannel": channel, "config": cfg}, 200)
+	body := map[string]any{"name": name + " on " + channel, "runNow": true, "crawlerChannel": channel, "config": cfg}
+	for k, v := range workflow {
+		body[k] = v
+	}
+	out := c.Object("POST", c.Org("/crawlconfigs/"), body, 200)
 	id, _ := out["run_now_job"].(string)
 	if id == "" {
 		c.T.Fatalf("no crawl started: %v", out)
@@ -102,7 +119,7 @@ func (c client) startOn(channel, name, seed string, config map[string]any) strin
 // returns once it has a page done.
 func (c client) startLong(channel, name string) string {
 	c.T.Helper()
-	id := c.startOn(channel, name, fmt.Sprintf("https://%s.example/?sim-pages=500&sim-page-ms=1000", name), nil)
+	id := c.startOn(channel, name, fmt.Sprintf("https://%s.example/?sim-pages=500&sim-page-ms=1000", name), nil, nil)
 	c.waitPagesDone(id, 1)
 	return id
 }
