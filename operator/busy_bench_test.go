@@ -43,10 +43,9 @@ func BenchmarkBusyCrawls(b *testing.B) {
 	defer cancel()
 
 	var mongoWrites atomic.Int64
-	writeCommands := map[string]bool{"insert": true, "update": true, "findAndModify": true, "delete": true}
 	monitored, err := store.Open(ctx, h.env.MongoURI(), h.dbName, store.WithCommandMonitor(&event.CommandMonitor{
 		Started: func(_ context.Context, e *event.CommandStartedEvent) {
-			if writeCommands[e.CommandName] {
+			if mongoWriteCommands[e.CommandName] {
 				mongoWrites.Add(1)
 			}
 		},

@@ -3,14 +3,20 @@ package operator_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
 	"github.com/trawlerhq/trawler/sandbox"
 	"github.com/trawlerhq/trawler/sandbox/crawlersim"
 	"github.com/trawlerhq/trawler/store"
@@ -47,7 +53,36 @@ func BenchmarkPauseResume(b *testing.B) {
 	crawlerImage, redisImage := "pause/"+h.ns+"/crawler", "pause/"+h.ns+"/redis"
 	h.env.Kubelet.Register(crawlerImage, fleet.Program())
 	h.env.Kubelet.Register(redisImage, shared.Program(h.env.Kubelet.DNS()))
-	h.startOperator(scaleConfig(h.config(), shared.ResolverURL(), crawlerImage, redisImage))
+	// The operator's writes, counted: MongoDB's with a command monitor,
+	// the API server's at its client.
+	var mongoWrites atomic.Int64
+	monitored, err := store.Open(ctx, h.env.MongoURI(), h.dbName, store.WithCommandMonitor(&event.CommandMonitor{
+		Started: func(_ context.Context, e *event.CommandStartedEvent) {
+			if mongoWriteCommands[e.CommandName] {
+				mongoWrites.Add(1)
+			}
+		},
+	}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer monitored.Close(context.Background())
+	var apiMu sync.Mutex
+	apiRequests := map[string]int64{}
+	rc := h.env.Config()
+	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return requestCounter{next: rt, mu: &apiMu, n: apiRequests}
+	}
+	deps := h.deps()
+	deps.Store = monitored
+	deps.Kube = kubernetes.NewForConfigOrDie(rc)
+	deps.Trawler = versioned.NewForConfigOrDie(rc)
+	cfg := scaleConfig(h.config(), shared.ResolverURL(), crawlerImage, redisImage)
+	// Paused crawls' Redis goes soon, and the accounting ticks every
+	// second: a paused crawl must still write nothing.
+	cfg.RedisIdle = 5 * time.Second
+	cfg.ExecAccountingInterval = time.Second
+	h.startOperatorWith(cfg, deps)
 
 	jobs := h.benchCrawls(n)
 	ids := make([]string, n)
@@ -65,12 +100,55 @@ func BenchmarkPauseResume(b *testing.B) {
 
 	b.ResetTimer()
 	paused := h.timeAll(cs, false, store.StatePaused)
+	b.StopTimer()
+	// Paused, once their Redis pods are gone (RedisIdle): no writes at
+	// all, the accounting's included.
+	h.waitFor("the paused crawls' pods gone", 2*time.Minute, func() bool {
+		pods, err := h.kube.CoreV1().Pods(h.ns).List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 0
+	})
+	time.Sleep(pausedSettle)
+	apiBefore := apiWrites(&apiMu, apiRequests)
+	mongoBefore := mongoWrites.Load()
+	time.Sleep(pausedWindow)
+	pausedAPIKinds := apiWrites(&apiMu, apiRequests)
+	var pausedAPI int64
+	for key, n := range pausedAPIKinds {
+		pausedAPIKinds[key] = n - apiBefore[key]
+		pausedAPI += pausedAPIKinds[key]
+	}
+	pausedMongo := mongoWrites.Load() - mongoBefore
+	b.StartTimer()
 	resumed := h.timeAll(cs, true, store.StateRunning)
 	b.StopTimer()
 	b.Logf("pause -> paused: %s", summary(paused))
 	b.Logf("resume -> running: %s", summary(resumed))
+	b.Logf("paused, %v with the accounting every second: the operator's API writes %d %v, MongoDB writes %d",
+		pausedWindow, pausedAPI, pausedAPIKinds, pausedMongo)
+	b.ReportMetric(float64(pausedAPI+pausedMongo), "paused-writes")
 	b.ReportMetric(percentile(paused, 0.99).Seconds(), "pause-p99-s")
 	b.ReportMetric(percentile(resumed, 0.99).Seconds(), "resume-p99-s")
+}
+
+// pausedWindow is how long the bench counts the writes of 100 paused
+// crawls, after pausedSettle for the statuses that record their pods'
+// removal.
+const (
+	pausedSettle = 10 * time.Second
+	pausedWindow = 15 * time.Second
+)
+
+// apiWrites copies the counts of requests that are not reads or watches.
+func apiWrites(mu *sync.Mutex, counts map[string]int64) map[string]int64 {
+	mu.Lock()
+	defer mu.Unlock()
+	out := map[string]int64{}
+	for key, n := range counts {
+		if key != http.MethodGet && key != "WATCH" {
+			out[key] = n
+		}
+	}
+	return out
 }
 
 // crawlStates reads the state of every crawl in ids with one query, so
