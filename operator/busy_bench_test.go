@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.mongodb.org/mongo-driver/v2/event"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/trawlerhq/trawler/crawlredis"
@@ -43,17 +42,7 @@ func BenchmarkBusyCrawls(b *testing.B) {
 	defer cancel()
 
 	var mongoWrites atomic.Int64
-	monitored, err := store.Open(ctx, h.env.MongoURI(), h.dbName, store.WithCommandMonitor(&event.CommandMonitor{
-		Started: func(_ context.Context, e *event.CommandStartedEvent) {
-			if mongoWriteCommands[e.CommandName] {
-				mongoWrites.Add(1)
-			}
-		},
-	}))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer monitored.Close(context.Background())
+	monitored := h.writeCountingStore(&mongoWrites)
 	cfg := stubConfig(h.config(), h.env.Redis.Addr())
 	deps := h.deps()
 	deps.Store = monitored

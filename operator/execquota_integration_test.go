@@ -202,19 +202,7 @@ func TestOrgReadOnlyPauses(t *testing.T) {
 	besideOthers(t)
 	h := newHarness(t)
 	ctx := context.Background()
-	owner := &store.User{ID: uuid.New(), Email: "owner3-" + h.ns + "@example.com", Name: "Owner", IsActive: true}
-	if err := h.store.CreateUser(ctx, owner); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.store.SetOrgUserRole(ctx, h.org, owner.ID, store.RoleOwner); err != nil {
-		t.Fatal(err)
-	}
-	cfg := h.config()
-	cfg.ExecAccountingInterval = time.Second
-	cfg.Resync = time.Second
-	deps := h.deps()
-	deps.Mailer = email.New(email.Config{Host: "127.0.0.1", Port: h.env.Mailpit.SMTPPort}, nil)
-	h.startOperatorWith(cfg, deps)
+	owner := h.startMailingOperator("owner3")
 	id := h.startCrawl(crawlOpts{seed: "https://example.com/?sim-pages=2000&sim-page-ms=500"})
 	h.waitPagesDone(id, 2)
 	if err := h.store.SetOrgReadOnly(ctx, h.org, true, "test"); err != nil {
@@ -264,19 +252,7 @@ func TestStorageQuotaPauses(t *testing.T) {
 	besideOthers(t)
 	h := newHarness(t)
 	ctx := context.Background()
-	owner := &store.User{ID: uuid.New(), Email: "owner4-" + h.ns + "@example.com", Name: "Owner", IsActive: true}
-	if err := h.store.CreateUser(ctx, owner); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.store.SetOrgUserRole(ctx, h.org, owner.ID, store.RoleOwner); err != nil {
-		t.Fatal(err)
-	}
-	cfg := h.config()
-	cfg.ExecAccountingInterval = time.Second
-	cfg.Resync = time.Second
-	deps := h.deps()
-	deps.Mailer = email.New(email.Config{Host: "127.0.0.1", Port: h.env.Mailpit.SMTPPort}, nil)
-	h.startOperatorWith(cfg, deps)
+	owner := h.startMailingOperator("owner4")
 	id := h.startCrawl(crawlOpts{seed: "https://example.com/?sim-pages=2000&sim-page-ms=500&sim-bytes=20000"})
 	h.waitPagesDone(id, 2)
 	// 2 pages of 20 kB are more than this quota before anything is uploaded.
@@ -291,4 +267,26 @@ func TestStorageQuotaPauses(t *testing.T) {
 	if !strings.Contains(mail.Subject, "storage") || !strings.Contains(mail.Text, store.StatePausedStorageQuota) {
 		t.Fatalf("e-mail %q:\n%s", mail.Subject, mail.Text)
 	}
+}
+
+// startMailingOperator adds an owner to the org and starts an operator
+// that counts exec time every second and e-mails through Mailpit. It
+// returns the owner.
+func (h *harness) startMailingOperator(emailPrefix string) *store.User {
+	h.t.Helper()
+	ctx := context.Background()
+	owner := &store.User{ID: uuid.New(), Email: emailPrefix + "-" + h.ns + "@example.com", Name: "Owner", IsActive: true}
+	if err := h.store.CreateUser(ctx, owner); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.store.SetOrgUserRole(ctx, h.org, owner.ID, store.RoleOwner); err != nil {
+		h.t.Fatal(err)
+	}
+	cfg := h.config()
+	cfg.ExecAccountingInterval = time.Second
+	cfg.Resync = time.Second
+	deps := h.deps()
+	deps.Mailer = email.New(email.Config{Host: "127.0.0.1", Port: h.env.Mailpit.SMTPPort}, nil)
+	h.startOperatorWith(cfg, deps)
+	return owner
 }

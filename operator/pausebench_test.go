@@ -56,17 +56,7 @@ func BenchmarkPauseResume(b *testing.B) {
 	// The operator's writes, counted: MongoDB's with a command monitor,
 	// the API server's at its client.
 	var mongoWrites atomic.Int64
-	monitored, err := store.Open(ctx, h.env.MongoURI(), h.dbName, store.WithCommandMonitor(&event.CommandMonitor{
-		Started: func(_ context.Context, e *event.CommandStartedEvent) {
-			if mongoWriteCommands[e.CommandName] {
-				mongoWrites.Add(1)
-			}
-		},
-	}))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer monitored.Close(context.Background())
+	monitored := h.writeCountingStore(&mongoWrites)
 	var apiMu sync.Mutex
 	apiRequests := map[string]int64{}
 	rc := h.env.Config()
@@ -245,4 +235,22 @@ func (h *harness) timeAll(cs *crawlStates, resume bool, state string) []time.Dur
 		}
 	})
 	return took
+}
+
+// writeCountingStore is a store for the operator that counts its MongoDB
+// writes in n; it is closed with the test.
+func (h *harness) writeCountingStore(n *atomic.Int64) *store.Mongo {
+	h.t.Helper()
+	monitored, err := store.Open(context.Background(), h.env.MongoURI(), h.dbName, store.WithCommandMonitor(&event.CommandMonitor{
+		Started: func(_ context.Context, e *event.CommandStartedEvent) {
+			if mongoWriteCommands[e.CommandName] {
+				n.Add(1)
+			}
+		},
+	}))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = monitored.Close(context.Background()) })
+	return monitored
 }
