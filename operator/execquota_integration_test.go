@@ -194,24 +194,46 @@ func TestExecQuotaGiftedThenExtra(t *testing.T) {
 	waitOwnerMails(t, h.env.Mailpit, owner.Email, 2)
 }
 
-// TestOrgReadOnlyPauses (upstream-2026 §8.1 item 8): an org set read-only
-// while its crawl runs has the crawl paused, in trawler's
-// paused_org_readonly (upstream meant that state; a typo gives plain
-// paused there), and its owner gets one e-mail.
-func TestOrgReadOnlyPauses(t *testing.T) {
-	besideOthers(t)
-	h := newHarness(t)
-	ctx := context.Background()
-	owner := h.startMailingOperator("owner3")
-	id := h.startCrawl(crawlOpts{seed: "https://example.com/?sim-pages=2000&sim-page-ms=500"})
-	h.waitPagesDone(id, 2)
-	if err := h.store.SetOrgReadOnly(ctx, h.org, true, "test"); err != nil {
-		t.Fatal(err)
-	}
-	h.waitState(id, 90*time.Second, store.StatePausedOrgReadOnly)
-	mail := waitOwnerMails(t, h.env.Mailpit, owner.Email, 1)
-	if !strings.Contains(mail.Subject, "read-only") || !strings.Contains(mail.Text, store.StatePausedOrgReadOnly) {
-		t.Fatalf("e-mail %q:\n%s", mail.Subject, mail.Text)
+// TestOrgPausesItsCrawl: a running 1.x crawl is paused by its org, and the
+// owner gets one e-mail, read from Mailpit:
+//   - set read-only (upstream-2026 §8.1 item 8): trawler's
+//     paused_org_readonly (upstream meant that state; a typo gives plain
+//     paused there);
+//   - over its storage quota (§6): the bytes stored plus the crawl's bytes
+//     not yet uploaded, paused_storage_quota_reached.
+//
+// Either way the crawl's pause upload is recorded.
+func TestOrgPausesItsCrawl(t *testing.T) {
+	for _, tc := range []struct {
+		name, emailPrefix, seed, state, subject string
+		change                                  func(h *harness) error
+	}{
+		{"read-only", "owner3", "https://example.com/?sim-pages=2000&sim-page-ms=500", store.StatePausedOrgReadOnly, "read-only",
+			func(h *harness) error { return h.store.SetOrgReadOnly(context.Background(), h.org, true, "test") }},
+		// 2 pages of 20 kB are more than this quota before anything is uploaded.
+		{"storage quota", "owner4", "https://example.com/?sim-pages=2000&sim-page-ms=500&sim-bytes=20000", store.StatePausedStorageQuota, "storage",
+			func(h *harness) error {
+				return h.store.SetOrgQuotas(context.Background(), h.org, store.OrgQuotas{StorageQuota: 30000})
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			besideOthers(t)
+			h := newHarness(t)
+			owner := h.startMailingOperator(tc.emailPrefix)
+			id := h.startCrawl(crawlOpts{seed: tc.seed})
+			h.waitPagesDone(id, 2)
+			if err := tc.change(h); err != nil {
+				t.Fatal(err)
+			}
+			h.waitState(id, 90*time.Second, tc.state)
+			if c := h.crawl(id); len(c.Files) == 0 {
+				t.Fatalf("paused crawl has no files: the pause upload was not recorded (%+v)", c)
+			}
+			mail := waitOwnerMails(t, h.env.Mailpit, owner.Email, 1)
+			if !strings.Contains(mail.Subject, tc.subject) || !strings.Contains(mail.Text, tc.state) {
+				t.Fatalf("e-mail %q:\n%s", mail.Subject, mail.Text)
+			}
+		})
 	}
 }
 
@@ -242,31 +264,6 @@ func waitOwnerMails(t *testing.T, mailpit *sandbox.Mailpit, to string, n int) *s
 		t.Fatal(err)
 	}
 	return found
-}
-
-// TestStorageQuotaPauses (upstream-2026 §6): a running 1.x crawl whose org
-// reaches its storage quota (the bytes stored plus the crawl's bytes not
-// yet uploaded) is paused, paused_storage_quota_reached, with its pause
-// upload recorded, and the owner gets one e-mail.
-func TestStorageQuotaPauses(t *testing.T) {
-	besideOthers(t)
-	h := newHarness(t)
-	ctx := context.Background()
-	owner := h.startMailingOperator("owner4")
-	id := h.startCrawl(crawlOpts{seed: "https://example.com/?sim-pages=2000&sim-page-ms=500&sim-bytes=20000"})
-	h.waitPagesDone(id, 2)
-	// 2 pages of 20 kB are more than this quota before anything is uploaded.
-	if err := h.store.SetOrgQuotas(ctx, h.org, store.OrgQuotas{StorageQuota: 30000}); err != nil {
-		t.Fatal(err)
-	}
-	h.waitState(id, 90*time.Second, store.StatePausedStorageQuota)
-	if c := h.crawl(id); len(c.Files) == 0 {
-		t.Fatalf("paused crawl has no files: the pause upload was not recorded (%+v)", c)
-	}
-	mail := waitOwnerMails(t, h.env.Mailpit, owner.Email, 1)
-	if !strings.Contains(mail.Subject, "storage") || !strings.Contains(mail.Text, store.StatePausedStorageQuota) {
-		t.Fatalf("e-mail %q:\n%s", mail.Subject, mail.Text)
-	}
 }
 
 // startMailingOperator adds an owner to the org and starts an operator
