@@ -20,31 +20,26 @@ import (
 // crawl's crawler-pod seconds and charges its org, and the org afterwards
 // says whether a quota calls for an automatic pause. The charge runs in
 // the background (execCharges): a pass takes its answer once it is there,
-// and until then the status keeps its clock, so the next tick waits. Only
-// a tick that must be counted before what the pass leads to (a crawler
-// exited, the crawl is being deleted) waits for its answer, at the head
-// of the queue and at most the store timeout. Nil without an answer.
+// and until then the clock stays, so the next tick waits. Only a tick
+// that must be counted before what the pass leads to (a crawler exited,
+// the crawl is being deleted) waits for its answer, at the head of the
+// queue and at most the store timeout. Nil without an answer.
 func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.CrawlJob, p plan, o observed) (*execAnswer, error) {
-	lut := cj.Status.LastUpdatedTime
-	call, done := c.exec.take(key, lut)
+	call, done := c.exec.take(key)
 	if call != nil && done {
-		return c.execAnswer(call)
+		return call.answer, call.err
 	}
 	if p.Exec == nil {
 		return nil, nil
-	}
-	now := o.Now.Truncate(time.Second)
-	if p.Exec.Since == nil {
-		return &execAnswer{LastUpdate: now, CrawlExecSeconds: cj.Status.CrawlExecTime}, nil
 	}
 	if call == nil {
 		var pending int64
 		if o.Redis != nil && o.Redis.Reachable {
 			pending = o.Redis.Size
 		}
-		tick := *p.Exec
-		call = c.exec.start(ctx, key, tick.Since, tick.Wait, func(ctx context.Context) (*execAnswer, error) {
-			return c.chargeExec(ctx, cj.Spec.ID, tick, now, pending)
+		tick, pods, now := *p.Exec, o.Crawlers, o.Now.Truncate(time.Second)
+		call = c.exec.start(ctx, key, tick.Wait, func(ctx context.Context) (*execAnswer, error) {
+			return c.chargeExec(ctx, cj.Spec.ID, tick, pods, now, pending)
 		}, func() { c.queue.Add(key) })
 	}
 	if !p.Exec.Wait {
@@ -62,38 +57,43 @@ func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.Cr
 	case <-ctx.Done():
 		return nil, nil
 	}
-	if call, _ = c.exec.take(key, lut); call == nil {
+	if call, _ = c.exec.take(key); call == nil {
 		return nil, nil
 	}
-	return c.execAnswer(call)
+	return call.answer, call.err
 }
 
-// execAnswer is what a done charge gives a pass.
-func (c *Controller) execAnswer(call *execCall) (*execAnswer, error) {
-	if call.err != nil || call.answer == nil {
-		return nil, call.err
+// chargeExec is one charge in the store and the pause it calls for. A
+// tick without a clock learns it first, and counts at once from a clock
+// an earlier leader left (pods, the pass's crawler pods, say what ran).
+func (c *Controller) chargeExec(ctx context.Context, crawlID string, t execTick, pods map[int]*corev1.Pod, now time.Time, pending int64) (*execAnswer, error) {
+	if t.Since == nil {
+		clock, err := c.chargeCrawlExec(ctx, crawlID, nil, now, 0)
+		if err != nil {
+			return nil, fmt.Errorf("reading crawl exec clock: %w", err)
+		}
+		t.Since = &clock.LastUpdate
+		if t.Seconds, _ = podExecSeconds(pods, clock.LastUpdate, now); t.Seconds == 0 {
+			return &execAnswer{LastUpdate: clock.LastUpdate}, nil
+		}
 	}
-	return c.exec.answerOnce(call), nil
-}
-
-// chargeExec is one charge in the store and the pause it calls for.
-func (c *Controller) chargeExec(ctx context.Context, crawlID string, t execTick, now time.Time, pending int64) (*execAnswer, error) {
-	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
-	tick, err := c.store.ChargeCrawlExec(sctx, crawlID, t.Since, now, t.Seconds)
-	cancel()
+	tick, err := c.chargeCrawlExec(ctx, crawlID, t.Since, now, t.Seconds)
 	if err != nil {
 		return nil, fmt.Errorf("counting crawl exec seconds: %w", err)
 	}
-	if tick.LastUpdate.IsZero() {
-		// Counted by another process between the store's read and write:
-		// the next pass adopts what it stored.
-		return nil, nil
-	}
-	a := &execAnswer{LastUpdate: tick.LastUpdate, CrawlExecSeconds: tick.CrawlExecSeconds}
+	a := &execAnswer{LastUpdate: tick.LastUpdate}
 	if tick.Org != nil {
 		a.PauseReason = quotaPauseReason(tick.Org, pending, now)
 	}
 	return a, nil
+}
+
+// chargeCrawlExec is the store's ChargeCrawlExec, bounded by the store
+// timeout.
+func (c *Controller) chargeCrawlExec(ctx context.Context, crawlID string, since *time.Time, now time.Time, seconds int64) (store.ExecTick, error) {
+	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
+	defer cancel()
+	return c.store.ChargeCrawlExec(sctx, crawlID, since, now, seconds)
 }
 
 // requestAutoPause is the operator's automatic pause of a crawl over a

@@ -34,6 +34,9 @@ type observed struct {
 	Usage map[string]podUsage
 	// Redis is the poller's last state, nil when none polled yet.
 	Redis *redisState
+	// ExecClock is when the crawl's crawler seconds were last counted,
+	// nil while the operator does not know (execCharges).
+	ExecClock *time.Time
 	// Exec is the store's answer to the plan's accounting tick, nil when
 	// there was none or it failed. The sync learns it after decide.
 	Exec *execAnswer

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // execChargeSlots is how many accounting charges run at once. A charge
@@ -25,48 +23,60 @@ const execChargeSlots = 4
 // execCharges are the accounting ticks' store calls, run off the workers,
 // at most one per job at a time, by at most execChargeSlots goroutines;
 // the calls waiting for one are a queue (a goroutine each would cost
-// about 8 KiB a crawl at ten thousand).
+// about 8 KiB a crawl at ten thousand). It also holds each job's clock:
+// when its crawler seconds were last counted. The clock lives here and in
+// the crawl document (_lut), not in the CrawlJob status: written there,
+// every running crawl's count would be a status write a minute, at ten
+// thousand crawls more than the state changes' whole client budget. An
+// operator that does not know a job's clock (a new leader) learns it
+// from the store.
 type execCharges struct {
 	mu      sync.Mutex
 	m       map[string]*execCall
+	clocks  map[string]time.Time
 	waiting []*execCall
 	running int
 	wg      sync.WaitGroup
 }
 
-// execCall is one charge. Since is the status clock it counted from: its
-// answer holds for a status that still shows that clock, and once the
-// status shows the answer's the call is dropped.
+// execCall is one charge.
 type execCall struct {
 	key    string
-	since  *time.Time
 	charge func() (*execAnswer, error)
 	back   func()
 	done   chan struct{}
 	answer *execAnswer
 	err    error
-	// pauseSeen: a pass took the answer's pause reason; the passes that
-	// take the answer again (until its status is written) do not ask for
-	// the automatic pause a second time.
-	pauseSeen bool
 }
 
 func newExecCharges() *execCharges {
-	return &execCharges{m: map[string]*execCall{}}
+	return &execCharges{m: map[string]*execCall{}, clocks: map[string]time.Time{}}
 }
 
-// forget drops a job's call (the job is gone).
+// forget drops a job's call and clock (the job is gone).
 func (ec *execCharges) forget(key string) {
 	ec.mu.Lock()
 	delete(ec.m, key)
+	delete(ec.clocks, key)
 	ec.mu.Unlock()
 }
 
-// take returns key's call and whether it is done. A done call counts
-// only while the status still shows the clock it counted from (lut): one
-// the status has moved past is dropped and not returned, and one that
-// failed or has no answer is returned for the last time.
-func (ec *execCharges) take(key string, lut *metav1.Time) (*execCall, bool) {
+// clock returns when key's crawler seconds were last counted, nil while
+// this operator does not know.
+func (ec *execCharges) clock(key string) *time.Time {
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	t, ok := ec.clocks[key]
+	if !ok {
+		return nil
+	}
+	return &t
+}
+
+// take returns key's call and whether it is done. A done call is given
+// to one pass, which acts on its answer (the clock already moved with
+// it), and dropped.
+func (ec *execCharges) take(key string) (*execCall, bool) {
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
 	call := ec.m[key]
@@ -78,35 +88,16 @@ func (ec *execCharges) take(key string, lut *metav1.Time) (*execCall, bool) {
 	default:
 		return call, false
 	}
-	current := sameClock(call.since, lut)
-	if call.err != nil || call.answer == nil || !current {
-		delete(ec.m, key)
-	}
-	if !current {
-		return nil, true
-	}
+	delete(ec.m, key)
 	return call, true
-}
-
-// answerOnce returns the call's answer, its pause reason only the first
-// time.
-func (ec *execCharges) answerOnce(call *execCall) *execAnswer {
-	ec.mu.Lock()
-	defer ec.mu.Unlock()
-	a := *call.answer
-	if call.pauseSeen {
-		a.PauseReason = ""
-	}
-	call.pauseSeen = true
-	return &a
 }
 
 // start queues charge for key, to run when one of the slots is free
 // (first, if urgent: a pass waits for it); its end calls back (to bring
 // the job to a pass that takes the answer).
-func (ec *execCharges) start(ctx context.Context, key string, since *time.Time, urgent bool,
+func (ec *execCharges) start(ctx context.Context, key string, urgent bool,
 	charge func(context.Context) (*execAnswer, error), back func()) *execCall {
-	call := &execCall{key: key, since: since, back: back, done: make(chan struct{}),
+	call := &execCall{key: key, back: back, done: make(chan struct{}),
 		charge: func() (*execAnswer, error) { return charge(ctx) }}
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
@@ -147,6 +138,7 @@ func (ec *execCharges) drain(call *execCall) {
 		ec.mu.Unlock()
 		if current {
 			call.answer, call.err = call.charge()
+			ec.setClock(call)
 		}
 		close(call.done)
 		call.back()
@@ -161,10 +153,12 @@ func (ec *execCharges) drain(call *execCall) {
 	}
 }
 
-// sameClock reports whether a call counted from the status clock lut.
-func sameClock(since *time.Time, lut *metav1.Time) bool {
-	if since == nil || lut == nil {
-		return since == nil && lut == nil
+// setClock moves the job's clock to its call's answer, if the job is
+// still there.
+func (ec *execCharges) setClock(call *execCall) {
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	if a := call.answer; a != nil && !a.LastUpdate.IsZero() && ec.m[call.key] == call {
+		ec.clocks[call.key] = a.LastUpdate
 	}
-	return since.Equal(lut.Time)
 }

@@ -9,64 +9,67 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/trawlerhq/trawler/store"
 )
 
-// TestExecCharges: a charge's answer holds while the status shows the
-// clock it counted from, its pause reason is given once, and a failed
-// charge is given once and then forgotten, so the next tick charges again.
+// TestExecCharges: a charge's answer moves the job's clock and is given
+// to one pass; a failed charge is given once and leaves the clock, so the
+// next tick charges again; a job forgotten while its charge runs keeps no
+// clock.
 func TestExecCharges(t *testing.T) {
-	since := t0
-	clock := metav1.NewTime(since)
-	later := metav1.NewTime(since.Add(time.Minute))
-	run := func(ec *execCharges, a *execAnswer, err error) {
-		back := make(chan struct{})
-		call := ec.start(context.Background(), "ns/job", &since, false,
-			func(context.Context) (*execAnswer, error) { return a, err }, func() { close(back) })
+	later := t0.Add(time.Minute)
+	run := func(ec *execCharges, key string, a *execAnswer, err error, during func()) {
+		back, release := make(chan struct{}), make(chan struct{})
+		call := ec.start(context.Background(), key, false,
+			func(context.Context) (*execAnswer, error) { <-release; return a, err }, func() { close(back) })
+		during()
+		close(release)
 		<-call.done
 		<-back
 	}
 
 	ec := newExecCharges()
-	run(ec, &execAnswer{LastUpdate: later.Time, CrawlExecSeconds: 60, PauseReason: store.StatePausedTimeQuota}, nil)
-	for i, wantReason := range []string{store.StatePausedTimeQuota, ""} {
-		call, done := ec.take("ns/job", &clock)
-		if call == nil || !done {
-			t.Fatalf("take %d: call %v, done %v; want the done call", i, call, done)
-		}
-		if got := ec.answerOnce(call); got.CrawlExecSeconds != 60 || got.PauseReason != wantReason {
-			t.Fatalf("take %d: answer %+v, want 60 s and pause reason %q", i, *got, wantReason)
-		}
+	if c := ec.clock("ns/job"); c != nil {
+		t.Fatalf("clock %v before any charge, want none", c)
 	}
-	if call, done := ec.take("ns/job", &later); call != nil || !done {
-		t.Fatalf("status past the call's clock: call %v, done %v; want none", call, done)
+	run(ec, "ns/job", &execAnswer{LastUpdate: later, PauseReason: store.StatePausedTimeQuota}, nil, func() {})
+	if c := ec.clock("ns/job"); c == nil || !c.Equal(later) {
+		t.Fatalf("clock %v after the charge, want %v", c, later)
 	}
-	if call, _ := ec.take("ns/job", &clock); call != nil {
-		t.Fatal("the call outlived a status past its clock")
+	call, done := ec.take("ns/job")
+	if call == nil || !done || call.answer.PauseReason != store.StatePausedTimeQuota {
+		t.Fatalf("take: call %v, done %v; want the done call with its pause", call, done)
+	}
+	if call, done := ec.take("ns/job"); call != nil || !done {
+		t.Fatalf("second take: call %v, done %v; want none", call, done)
 	}
 
-	run(ec, nil, errors.New("store down"))
-	if call, _ := ec.take("ns/job", &clock); call == nil || call.err == nil {
+	run(ec, "ns/job", nil, errors.New("store down"), func() {})
+	if call, _ := ec.take("ns/job"); call == nil || call.err == nil {
 		t.Fatalf("failed call: %v, want it with its error", call)
 	}
-	if call, _ := ec.take("ns/job", &clock); call != nil {
+	if call, _ := ec.take("ns/job"); call != nil {
 		t.Fatal("a failed call was given twice")
+	}
+	if c := ec.clock("ns/job"); c == nil || !c.Equal(later) {
+		t.Fatalf("clock %v after a failed charge, want it kept at %v", c, later)
+	}
+
+	run(ec, "ns/gone", &execAnswer{LastUpdate: later}, nil, func() { ec.forget("ns/gone") })
+	if c := ec.clock("ns/gone"); c != nil {
+		t.Fatalf("a job forgotten during its charge has clock %v", c)
 	}
 }
 
 // TestExecChargesInFlight: a call not done yet is returned as in flight.
 func TestExecChargesInFlight(t *testing.T) {
-	since := t0
-	clock := metav1.NewTime(since)
 	ec := newExecCharges()
 	release := make(chan struct{})
-	call := ec.start(context.Background(), "ns/job", &since, false, func(context.Context) (*execAnswer, error) {
+	call := ec.start(context.Background(), "ns/job", false, func(context.Context) (*execAnswer, error) {
 		<-release
 		return &execAnswer{}, nil
 	}, func() {})
-	if got, done := ec.take("ns/job", &clock); got != call || done {
+	if got, done := ec.take("ns/job"); got != call || done {
 		t.Fatalf("in flight: call %v, done %v", got, done)
 	}
 	close(release)
@@ -76,14 +79,13 @@ func TestExecChargesInFlight(t *testing.T) {
 // TestExecChargesSlots: however many calls are started, at most
 // execChargeSlots run at once, and every one runs.
 func TestExecChargesSlots(t *testing.T) {
-	since := t0
 	ec := newExecCharges()
 	var mu sync.Mutex
 	running, most := 0, 0
 	release := make(chan struct{})
 	calls := make([]*execCall, 3*execChargeSlots)
 	for i := range calls {
-		calls[i] = ec.start(context.Background(), fmt.Sprintf("ns/job-%d", i), &since, false, func(context.Context) (*execAnswer, error) {
+		calls[i] = ec.start(context.Background(), fmt.Sprintf("ns/job-%d", i), false, func(context.Context) (*execAnswer, error) {
 			mu.Lock()
 			running++
 			most = max(most, running)
@@ -110,18 +112,17 @@ func TestExecChargesSlots(t *testing.T) {
 // TestExecChargesUrgentFirst: a charge a pass waits for goes ahead of the
 // periodic ones waiting for a slot, and so does one hurried later.
 func TestExecChargesUrgentFirst(t *testing.T) {
-	since := t0
 	ec := newExecCharges()
 	release := make(chan struct{})
 	block := func(context.Context) (*execAnswer, error) { <-release; return &execAnswer{}, nil }
 	var queued []*execCall
 	for i := range execChargeSlots + 2 {
-		call := ec.start(context.Background(), fmt.Sprintf("ns/job-%d", i), &since, false, block, func() {})
+		call := ec.start(context.Background(), fmt.Sprintf("ns/job-%d", i), false, block, func() {})
 		if i >= execChargeSlots {
 			queued = append(queued, call)
 		}
 	}
-	urgent := ec.start(context.Background(), "ns/urgent", &since, true, block, func() {})
+	urgent := ec.start(context.Background(), "ns/urgent", true, block, func() {})
 	ec.mu.Lock()
 	head := ec.waiting[0]
 	ec.mu.Unlock()

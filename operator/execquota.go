@@ -18,12 +18,13 @@ import (
 // paused, idle between ticks) writes nothing.
 
 // execTick is an accounting tick decide asks for: Seconds of crawler-pod
-// time counted since Since (the last count) up to the pass's now. The
-// first tick (Since nil) only starts the clock, in the status alone: the
-// crawl document learns its _lut with the first count. A tick is not a
-// sync of its own: the informers' resync and the crawl's progress bring
-// a running crawl's passes, so a count may come up to one resync late,
-// and still counts every second since the last.
+// time counted since Since (the last count) up to the pass's now. A tick
+// without Since learns the crawl's clock from the store (the operator
+// does not know it yet: the crawl just started, or this operator just
+// became the leader) and counts from it at once. A tick is not a sync of
+// its own: the informers' resync and the crawl's progress bring a
+// running crawl's passes, so a count may come up to one resync late, and
+// still counts every second since the last.
 type execTick struct {
 	Since   *time.Time
 	Seconds int64
@@ -33,13 +34,11 @@ type execTick struct {
 	Wait bool
 }
 
-// execAnswer is what a tick left: the crawl's counters as stored (the
-// status adopts them) and the automatic pause the org's quotas call for
-// ("" none).
+// execAnswer is what a tick left: the crawl's clock afterwards and the
+// automatic pause the org's quotas call for ("" none).
 type execAnswer struct {
-	LastUpdate       time.Time
-	CrawlExecSeconds int64
-	PauseReason      string
+	LastUpdate  time.Time
+	PauseReason string
 }
 
 // execCounted reports whether crawler time is charged in state: not
@@ -81,24 +80,22 @@ func podExecSeconds(pods map[int]*corev1.Pod, since, now time.Time) (seconds int
 }
 
 // accountExec plans the pass's accounting tick, if one is due: the first
-// one once the crawl runs (it starts the clock), then one per interval,
+// one once the crawl runs (it learns the clock), then one per interval,
 // one when a crawler exits and one when the crawl is canceled, each
 // only if it has seconds to count (so an idle or paused crawl writes
-// nothing). It runs after the pass's state
-// changes, so a crawl that just started or ended is counted as such.
+// nothing). It runs after the pass's state changes, so a crawl that just
+// started or ended is counted as such.
 func (p *plan) accountExec(cj *trawlerv1.CrawlJob, o observed, cfg Config) {
-	if !execCounted(p.Reaches) {
+	if !execCounted(p.Reaches) || len(o.Crawlers) == 0 && o.ExecClock == nil {
 		return
 	}
 	now := o.Now.Truncate(time.Second)
-	lut := cj.Status.LastUpdatedTime
-	if lut == nil {
-		if len(o.Crawlers) > 0 {
-			p.Exec = &execTick{}
-		}
+	if o.ExecClock == nil {
+		_, exited := podExecSeconds(o.Crawlers, time.Time{}, now)
+		p.Exec = &execTick{Wait: exited || cj.DeletionTimestamp != nil}
 		return
 	}
-	since := lut.Time
+	since := *o.ExecClock
 	seconds, newExit := podExecSeconds(o.Crawlers, since, now)
 	due := now.Sub(since) >= cfg.ExecAccountingInterval || newExit || cj.DeletionTimestamp != nil
 	if due && seconds > 0 {

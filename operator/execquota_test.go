@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -59,7 +60,6 @@ func TestPodExecSeconds(t *testing.T) {
 func TestAccountExec(t *testing.T) {
 	lut := t0.Add(time.Minute)
 	cfg := testConfig()
-	withLUT := withStatus(func(s *trawlerv1.CrawlJobStatus) { s.LastUpdatedTime = mtime(lut) })
 	cases := []struct {
 		name    string
 		state   string
@@ -67,34 +67,45 @@ func TestAccountExec(t *testing.T) {
 		crawler map[int]*corev1.Pod
 		now     time.Time
 		want    *execTick
+		// unknown: the operator does not know the clock (lut otherwise).
+		unknown bool
 	}{
-		// The first pass with a running crawl starts the clock.
-		{"First", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, &execTick{}},
-		{"FirstWithoutPods", store.StateRunning, newJob(1), nil, lut, nil},
-		{"NotDue", store.StateRunning, newJob(1, withLUT), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(59 * time.Second), nil},
-		{"Due", store.StateRunning, newJob(1, withLUT), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Minute),
-			&execTick{Since: &lut, Seconds: 60}},
-		{"DueTwoPods", store.StateRunning, newJob(2, withLUT),
-			map[int]*corev1.Pod{0: runningSince(0, t0), 1: runningSince(1, t0)}, lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 120}},
+		// The first pass with a running crawl learns the clock.
+		{"First", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, &execTick{}, true},
+		{"FirstWithoutPods", store.StateRunning, newJob(1), nil, lut, nil, true},
+		// A new leader learns it before what the pass leads to.
+		{"FirstAfterExit", store.StateComplete, newJob(1), map[int]*corev1.Pod{0: exited(0, t0, lut)}, lut,
+			&execTick{Wait: true}, true},
+		{"FirstWhenDeleted", store.StateCanceled, newJob(1, func(cj *trawlerv1.CrawlJob) { cj.DeletionTimestamp = mtime(lut) }),
+			map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, &execTick{Wait: true}, true},
+		{"NotDue", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(59 * time.Second), nil, false},
+		{"Due", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Minute),
+			&execTick{Since: &lut, Seconds: 60}, false},
+		{"DueTwoPods", store.StateRunning, newJob(2),
+			map[int]*corev1.Pod{0: runningSince(0, t0), 1: runningSince(1, t0)}, lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 120}, false},
 		// A crawler's exit is counted at once.
-		{"Exit", store.StateComplete, newJob(1, withLUT), map[int]*corev1.Pod{0: exited(0, t0, lut.Add(10*time.Second))},
-			lut.Add(15 * time.Second), &execTick{Since: &lut, Seconds: 10, Wait: true}},
+		{"Exit", store.StateComplete, newJob(1), map[int]*corev1.Pod{0: exited(0, t0, lut.Add(10*time.Second))},
+			lut.Add(15 * time.Second), &execTick{Since: &lut, Seconds: 10, Wait: true}, false},
 		// A deleted (canceled) crawl is counted at once, before teardown.
-		{"Deleted", store.StateCanceled, newJob(1, withLUT, func(cj *trawlerv1.CrawlJob) { cj.DeletionTimestamp = mtime(lut) }),
-			map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(5 * time.Second), &execTick{Since: &lut, Seconds: 5, Wait: true}},
+		{"Deleted", store.StateCanceled, newJob(1, func(cj *trawlerv1.CrawlJob) { cj.DeletionTimestamp = mtime(lut) }),
+			map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(5 * time.Second), &execTick{Since: &lut, Seconds: 5, Wait: true}, false},
 		// Idle: due, but nothing ran since the last count, so nothing is
 		// written.
-		{"NothingRan", store.StateRunning, newJob(1, withLUT), map[int]*corev1.Pod{0: exited(0, t0, lut.Add(-time.Second))},
-			lut.Add(2 * time.Minute), nil},
+		{"NothingRan", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: exited(0, t0, lut.Add(-time.Second))},
+			lut.Add(2 * time.Minute), nil, false},
 		// Waiting and paused crawls are charged nothing.
-		{"Waiting", store.StateWaitingCapacity, newJob(1, withLUT), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Hour), nil},
-		{"Starting", store.StateStarting, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, nil},
-		{"Paused", store.StatePausedTimeQuota, newJob(1, withLUT), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Hour), nil},
+		{"Waiting", store.StateWaitingCapacity, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Hour), nil, false},
+		{"Starting", store.StateStarting, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, nil, false},
+		{"Paused", store.StatePausedTimeQuota, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Hour), nil, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := plan{Reaches: c.state}
-			p.accountExec(c.job, observed{Now: c.now, Crawlers: c.crawler}, cfg)
+			o := observed{Now: c.now, Crawlers: c.crawler, ExecClock: &lut}
+			if c.unknown {
+				o.ExecClock = nil
+			}
+			p.accountExec(c.job, o, cfg)
 			switch {
 			case c.want == nil && p.Exec != nil:
 				t.Fatalf("tick %+v, want none", *p.Exec)
@@ -172,5 +183,37 @@ func TestDecideSkipsOverQuota(t *testing.T) {
 	started := newJob(1, withStatus(func(s *trawlerv1.CrawlJobStatus) { s.State = store.StateStarting }))
 	if p := decide(started, o, testConfig()); len(p.Transitions) != 0 && p.Transitions[0].To == store.StateSkippedTimeQuota {
 		t.Fatalf("skipped after its first sync: %+v", p.Transitions)
+	}
+}
+
+// TestChargeExecLearnsTheClock: a tick without a clock (a crawl just
+// started, or a new leader) reads it from the store: a crawl never
+// counted starts it at now and nothing is written; one an earlier leader
+// counted is counted from its stored clock at once, so a handoff loses no
+// seconds.
+func TestChargeExecLearnsTheClock(t *testing.T) {
+	m := newMemStore()
+	m.addCrawl("new")
+	m.addCrawl("counted")
+	stored := t0.Add(time.Minute)
+	m.crawls["counted"].LastExecUpdate, m.crawls["counted"].CrawlExecSeconds = &stored, 60
+	c := &Controller{store: m, cfg: testConfig()}
+	pods := map[int]*corev1.Pod{0: runningSince(0, t0)}
+	now := stored.Add(90 * time.Second)
+
+	a, err := c.chargeExec(context.Background(), "new", execTick{}, pods, now, 0)
+	if err != nil || a == nil || !a.LastUpdate.Equal(now) {
+		t.Fatalf("new crawl: answer %+v, %v; want the clock at now", a, err)
+	}
+	if c := m.crawls["new"]; c.LastExecUpdate != nil || c.CrawlExecSeconds != 0 {
+		t.Fatalf("new crawl: stored clock %v and %d s, want nothing written", c.LastExecUpdate, c.CrawlExecSeconds)
+	}
+
+	a, err = c.chargeExec(context.Background(), "counted", execTick{}, pods, now, 0)
+	if err != nil || a == nil || !a.LastUpdate.Equal(now) {
+		t.Fatalf("counted crawl: answer %+v, %v; want the clock at now", a, err)
+	}
+	if c := m.crawls["counted"]; c.CrawlExecSeconds != 150 {
+		t.Fatalf("counted crawl: %d s stored, want 60 + the 90 since its stored clock", c.CrawlExecSeconds)
 	}
 }

@@ -248,8 +248,8 @@ func (m *memStore) ChargeCrawlExec(_ context.Context, id string, since *time.Tim
 	if c == nil {
 		return store.ExecTick{}, store.NotFound("crawl_not_found")
 	}
-	if c.LastExecUpdate != nil && (since == nil || !c.LastExecUpdate.Equal(*since)) {
-		tick := store.ExecTick{CrawlExecSeconds: c.CrawlExecSeconds}
+	if since == nil || c.LastExecUpdate != nil && !c.LastExecUpdate.Equal(*since) {
+		tick := store.ExecTick{LastUpdate: now, CrawlExecSeconds: c.CrawlExecSeconds}
 		if c.LastExecUpdate != nil {
 			tick.LastUpdate = *c.LastExecUpdate
 		}

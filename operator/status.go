@@ -55,15 +55,8 @@ func crawlStatus(cj *trawlerv1.CrawlJob, p plan, o observed) trawlerv1.CrawlJobS
 	}
 
 	// The store's answers.
-	if e := o.Exec; e != nil {
-		if !e.LastUpdate.IsZero() {
-			lut := metav1.NewTime(e.LastUpdate)
-			st.LastUpdatedTime = &lut
-		}
-		st.CrawlExecTime = e.CrawlExecSeconds
-		if e.PauseReason != "" && st.StopReason == "" {
-			st.StopReason = e.PauseReason
-		}
+	if e := o.Exec; e != nil && e.PauseReason != "" && st.StopReason == "" {
+		st.StopReason = e.PauseReason
 	}
 	for i, res := range o.Answers {
 		applyTransitionResult(&st, p.Transitions[i], res, o.Now)
@@ -256,15 +249,10 @@ func changesChildren(old, cur trawlerv1.CrawlJobStatus) bool {
 		old.CrawlerRestarts != cur.CrawlerRestarts || old.RestartsAtProgress != cur.RestartsAtProgress
 }
 
-// withoutProgress returns a copy of st without its progress fields. The
-// execution-time count is progress too: every running crawl's is counted
-// once a minute, which at ten thousand crawls would be most of the main
-// client's budget, ahead of the state changes it is for. (A count that
-// calls for a pause changes the stop reason, a state field.)
+// withoutProgress returns a copy of st without its progress fields.
 func withoutProgress(st trawlerv1.CrawlJobStatus) trawlerv1.CrawlJobStatus {
 	st.PagesFound, st.PagesDone, st.Size, st.SizeHuman = 0, 0, 0, ""
 	st.FilesAdded, st.FilesAddedSize = 0, 0
-	st.LastUpdatedTime, st.CrawlExecTime = nil, 0
 	st.Pods, st.WaitingReason = nil, ""
 	return st
 }

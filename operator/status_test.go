@@ -115,10 +115,7 @@ func TestNeedsStatusUpdate(t *testing.T) {
 		{"files", func(s *trawlerv1.CrawlJobStatus) { s.FilesAdded, s.FilesAddedSize = 1, 100 }, progressUpdate},
 		{"a pod's phase", func(s *trawlerv1.CrawlJobStatus) { s.Pods = map[string]trawlerv1.PodStatus{"0": {Phase: "Running"}} }, progressUpdate},
 		{"the waiting reason", func(s *trawlerv1.CrawlJobStatus) { s.WaitingReason = "0/2 nodes are available" }, progressUpdate},
-		{"an execution-time count", func(s *trawlerv1.CrawlJobStatus) { s.LastUpdatedTime, s.CrawlExecTime = mtime(t0), 60 }, progressUpdate},
-		{"a count that calls for a pause", func(s *trawlerv1.CrawlJobStatus) {
-			s.LastUpdatedTime, s.StopReason = mtime(t0), store.StatePausedTimeQuota
-		}, stateUpdate},
+		{"a count that calls for a pause", func(s *trawlerv1.CrawlJobStatus) { s.StopReason = store.StatePausedTimeQuota }, stateUpdate},
 		{"state", func(s *trawlerv1.CrawlJobStatus) { s.State = store.StatePendingWait }, stateUpdate},
 		{"state and pages", func(s *trawlerv1.CrawlJobStatus) { s.State, s.PagesDone = store.StatePendingWait, 9 }, stateUpdate},
 		{"restart recorded", func(s *trawlerv1.CrawlJobStatus) { s.RestartTime = "2026-11-30T12:00:30Z" }, stateUpdate},

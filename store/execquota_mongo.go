@@ -57,9 +57,10 @@ func (m *Mongo) UpdateOrgQuotas(ctx context.Context, id uuid.UUID, u QuotasUpdat
 
 // ExecTick is the outcome of ChargeCrawlExec.
 type ExecTick struct {
-	// Counted is false when the crawl was already counted past since (an
-	// earlier pass whose status was lost): nothing was charged, and
-	// LastUpdate and CrawlExecSeconds are the stored values to adopt.
+	// Counted is false when nothing was charged: the call had no since,
+	// or the crawl was already counted past since (by an earlier leader,
+	// say). LastUpdate and CrawlExecSeconds are then the stored clock to
+	// adopt (LastUpdate is the call's now for a crawl never counted).
 	Counted          bool
 	LastUpdate       time.Time
 	CrawlExecSeconds int64
@@ -72,7 +73,10 @@ type ExecTick struct {
 // now, since its last count (since), and charges them to its org (§6.4,
 // §6.5). The crawl's _lut is the compare-and-set value: a count since
 // another time than the stored _lut (when there is one) charges nothing,
-// so a pass repeated after a crash never charges twice. (A
+// so a pass repeated after a crash never charges twice. A call without
+// since (an operator that does not know the crawl's clock yet) charges
+// nothing either and writes nothing: it answers the stored clock, or now
+// for a crawl never counted, whose first count then writes its _lut. (A
 // crash between the crawl's count and the org's charge leaves the org
 // uncharged for that tick: trawler undercharges rather than double
 // charges.)
@@ -92,10 +96,10 @@ func (m *Mongo) ChargeCrawlExec(ctx context.Context, id string, since *time.Time
 		return ExecTick{}, notFoundOr(err, errCrawlNotFound, "finding crawl")
 	}
 	// The first count finds no _lut: the operator started the clock in
-	// its status alone.
-	if cur.LUT != nil && !sameTime(cur.LUT, since) {
+	// its memory alone.
+	if since == nil || cur.LUT != nil && !sameTime(cur.LUT, since) {
 		unlock()
-		tick := ExecTick{CrawlExecSeconds: cur.CrawlExecSeconds}
+		tick := ExecTick{LastUpdate: now, CrawlExecSeconds: cur.CrawlExecSeconds}
 		if cur.LUT != nil {
 			tick.LastUpdate = cur.LUT.UTC()
 		}

@@ -33,6 +33,11 @@ func TestChargeCrawlExec(t *testing.T) {
 	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	month := "2026-12"
 
+	// An operator without the crawl's clock learns it: now, for a crawl
+	// never counted, and nothing is written.
+	if learn := charge(t, m, "c1", nil, t0, 0); learn.Counted || !learn.LastUpdate.Equal(t0) || learn.Org != nil {
+		t.Fatalf("learning the clock of a crawl never counted: %+v", learn)
+	}
 	// Without a quota, seconds go to crawlExecSeconds only. The first
 	// count finds no _lut (the operator started the clock itself).
 	tick := charge(t, m, "c1", &t0, t0.Add(time.Minute), 60)
@@ -45,6 +50,11 @@ func TestChargeCrawlExec(t *testing.T) {
 	stale := charge(t, m, "c1", &t0, t0.Add(90*time.Second), 90)
 	if stale.Counted || stale.CrawlExecSeconds != 60 || !stale.LastUpdate.Equal(t0.Add(time.Minute)) || stale.Org != nil {
 		t.Fatalf("stale tick: %+v", stale)
+	}
+	// A new leader learns the stored clock.
+	if learn := charge(t, m, "c1", nil, t0.Add(time.Hour), 0); learn.Counted || learn.CrawlExecSeconds != 60 ||
+		!learn.LastUpdate.Equal(t0.Add(time.Minute)) || learn.Org != nil {
+		t.Fatalf("learning the stored clock: %+v", learn)
 	}
 
 	// The quotas of upstream's nightly test, set after the org used 60 s.

@@ -182,12 +182,6 @@ type CrawlJobStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// ObservedGeneration is the spec generation this status reflects.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// CrawlExecTime is the crawler-pod seconds counted so far, summed
-	// over the pods (upstream-2026 §6.4).
-	CrawlExecTime int64 `json:"crawlExecTime,omitempty"`
-	// LastUpdatedTime is when the crawler-pod seconds were last counted
-	// (the crawl document's _lut).
-	LastUpdatedTime *metav1.Time `json:"lastUpdatedTime,omitempty"`
 }
 
 // PodStatus is what the operator reports about one child pod.

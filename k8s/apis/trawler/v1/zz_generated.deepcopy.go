@@ -121,10 +121,6 @@ func (in *CrawlJobStatus) DeepCopyInto(out *CrawlJobStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
-	if in.LastUpdatedTime != nil {
-		in, out := &in.LastUpdatedTime, &out.LastUpdatedTime
-		*out = (*in).DeepCopy()
-	}
 	return
 }
 
