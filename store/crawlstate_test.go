@@ -396,3 +396,48 @@ func TestConcurrentRecording(t *testing.T) {
 		}
 	}
 }
+
+// TestOrgBytesStoredCoalesces: files recorded while the org's bytesStored
+// recomputation runs share the next one (one set of sums for many files),
+// and it counts every one of them.
+func TestOrgBytesStoredCoalesces(t *testing.T) {
+	ctx := context.Background()
+	var cmds mongotest.Commands
+	m := mongotest.Open(t, cmds.Option())
+	org := mustOrg(t, m, "bytes-batch")
+	const crawls = 20
+	for i := range crawls {
+		wf := mustWorkflow(t, m, org.ID, fmt.Sprintf("wf%d", i), "https://example.com/")
+		mustCrawl(t, m, wf, fmt.Sprintf("c%d", i), now())
+	}
+
+	cmds.Reset()
+	release := m.HoldOrgBytesLock(org.ID)
+	errs := make(chan error, crawls)
+	for i := range crawls {
+		go func() {
+			_, err := m.AddCrawlFile(ctx, fmt.Sprintf("c%d", i), store.CrawlFile{Filename: fmt.Sprintf("c%d.wacz", i), Size: 100})
+			errs <- err
+		}()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for m.OrgBytesCallers(org.ID) != crawls {
+		if time.Now().After(deadline) {
+			release()
+			t.Fatalf("%d calls wait for the recomputation, want %d", m.OrgBytesCallers(org.ID), crawls)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	release()
+	for range crawls {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := cmds.Count("aggregate", "crawls"); n != 1 {
+		t.Errorf("%d sums of the org's crawls for %d files recorded together, want 1", n, crawls)
+	}
+	if o, err := m.GetOrg(ctx, org.ID); err != nil || o.BytesStored != crawls*100 {
+		t.Fatalf("bytesStored %v, %v; want %d", o, err, crawls*100)
+	}
+}

@@ -20,3 +20,18 @@ func (m *Mongo) OpenOrgCharge(oid uuid.UUID, now time.Time) int64 {
 	}
 	return 0
 }
+
+// HoldOrgBytesLock takes org oid's bytesStored recomputation lock, as a
+// recomputation in flight does, and returns its release.
+func (m *Mongo) HoldOrgBytesLock(oid uuid.UUID) func() { return m.orgBytes.lock(oid) }
+
+// OrgBytesCallers is how many calls wait in org oid's open bytesStored
+// recomputation.
+func (m *Mongo) OrgBytesCallers(oid uuid.UUID) int {
+	m.orgBytes.mu.Lock()
+	defer m.orgBytes.mu.Unlock()
+	if b := m.orgBytes.open[oid]; b != nil {
+		return b.callers
+	}
+	return 0
+}

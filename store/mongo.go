@@ -47,6 +47,7 @@ type Mongo struct {
 	crawlLocks [64]sync.Mutex // striped by crawl id, see lockCrawl
 	orgLocks   [16]sync.Mutex // striped by org id, see lockOrg
 	orgCharges orgCharges
+	orgBytes   orgBytesRecomputes
 
 	kindMu    sync.Mutex // guards kindKnown and isFerret
 	kindKnown bool

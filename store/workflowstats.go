@@ -87,32 +87,6 @@ func (m *Mongo) latestCrawl(ctx context.Context, cid uuid.UUID, states []string,
 	return &c, nil
 }
 
-// RecomputeOrgBytesStored sets the org's bytesStored to the total size of
-// the files its crawls and uploads hold in storage, whatever their state,
-// plus its profiles and seed files (bytesStoredSeedFiles, their part):
-// upstream's canonical definition (its migration
-// 0015), so the number rises as each file is recorded and falls when it
-// is deleted.
-//
-// Errors: NotFound("org_not_found").
-func (m *Mongo) RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) error {
-	return recompute(ctx, m.coll(collOrgs), oid, errOrgNotFound, func(ctx context.Context) (any, error) {
-		items, err := sumField(ctx, m.coll(collCrawls), bson.M{"oid": oid}, "fileSize")
-		if err != nil {
-			return nil, err
-		}
-		profiles, err := sumField(ctx, m.coll(collProfiles), bson.M{"oid": oid}, "resource.size")
-		if err != nil {
-			return nil, err
-		}
-		seedFiles, err := sumField(ctx, m.coll(collFileUploads), bson.M{"oid": oid}, "size")
-		if err != nil {
-			return nil, err
-		}
-		return bson.M{"bytesStored": items + profiles + seedFiles, "bytesStoredSeedFiles": seedFiles}, nil
-	})
-}
-
 // usageRecord is one successful crawl's contribution to its org's monthly
 // usage. Keeping it (keyed by crawl id) makes the usage increment
 // idempotent, and it outlives the crawl: deleting a crawl does not give

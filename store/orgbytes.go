@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"sync"
+
+	"github.com/google/uuid"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// orgBytesRecomputes coalesces the recomputations of an org's
+// bytesStored. Each is three sums over all the org's items, so one per
+// recorded file is a scan per file: with thousands of an org's crawls
+// recording files at once (a pause of many, a wave of finishes), a line
+// of scans. Callers that arrive while the org's recomputation runs form
+// the next one: it starts after all of them joined, so it reads every
+// change they made before joining, and no caller waits for more than the
+// recomputation before its own.
+type orgBytesRecomputes struct {
+	mu    sync.Mutex
+	open  map[uuid.UUID]*bytesBatch
+	locks [16]sync.Mutex // striped by org id: one recomputation at a time per org
+}
+
+// bytesBatch is the callers waiting for one recomputation (how many
+// joined it); done closes when it answered err, for each of them.
+type bytesBatch struct {
+	callers int
+	done    chan struct{}
+	err     error
+}
+
+// join returns the open batch of org oid.
+func (r *orgBytesRecomputes) join(oid uuid.UUID) *bytesBatch {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.open == nil {
+		r.open = map[uuid.UUID]*bytesBatch{}
+	}
+	b := r.open[oid]
+	if b == nil {
+		b = &bytesBatch{done: make(chan struct{})}
+		r.open[oid] = b
+	}
+	b.callers++
+	return b
+}
+
+// seal takes batch b for running: true for the first caller, and no more
+// callers join it.
+func (r *orgBytesRecomputes) seal(oid uuid.UUID, b *bytesBatch) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.open[oid] != b {
+		return false
+	}
+	delete(r.open, oid)
+	return true
+}
+
+// lock serialises org oid's recomputations.
+func (r *orgBytesRecomputes) lock(oid uuid.UUID) func() {
+	mu := &r.locks[oid[len(oid)-1]%uint8(len(r.locks))]
+	mu.Lock()
+	return mu.Unlock
+}
+
+// RecomputeOrgBytesStored sets the org's bytesStored to the total size of
+// the files its crawls and uploads hold in storage, whatever their state,
+// plus its profiles and seed files (bytesStoredSeedFiles, their part):
+// upstream's canonical definition (its migration 0015), so the number
+// rises as each file is recorded and falls when it is deleted. Calls for
+// one org that arrive while its recomputation runs share the next
+// (orgBytesRecomputes).
+//
+// Errors: NotFound("org_not_found").
+func (m *Mongo) RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) error {
+	b := m.orgBytes.join(oid)
+	unlock := m.orgBytes.lock(oid)
+	if m.orgBytes.seal(oid, b) {
+		b.err = m.recomputeOrgBytes(ctx, oid)
+		close(b.done)
+	}
+	unlock()
+	// Whoever sealed the batch ran it while holding the lock this call
+	// held after it.
+	<-b.done
+	return b.err
+}
+
+// recomputeOrgBytes is one recomputation of the org's bytesStored.
+func (m *Mongo) recomputeOrgBytes(ctx context.Context, oid uuid.UUID) error {
+	return recompute(ctx, m.coll(collOrgs), oid, errOrgNotFound, func(ctx context.Context) (any, error) {
+		items, err := sumField(ctx, m.coll(collCrawls), bson.M{"oid": oid}, "fileSize")
+		if err != nil {
+			return nil, err
+		}
+		profiles, err := sumField(ctx, m.coll(collProfiles), bson.M{"oid": oid}, "resource.size")
+		if err != nil {
+			return nil, err
+		}
+		seedFiles, err := sumField(ctx, m.coll(collFileUploads), bson.M{"oid": oid}, "size")
+		if err != nil {
+			return nil, err
+		}
+		return bson.M{"bytesStored": items + profiles + seedFiles, "bytesStoredSeedFiles": seedFiles}, nil
+	})
+}
