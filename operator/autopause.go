@@ -26,8 +26,14 @@ import (
 // queue and at most the store timeout. Nil without an answer.
 func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.CrawlJob, p plan, o observed) (*execAnswer, error) {
 	call, done := c.exec.take(key)
-	if call != nil && done {
-		return call.answer, call.err
+	switch {
+	case call != nil && done && call.err == nil:
+		return call.answer, nil
+	case call != nil && done:
+		// An earlier pass's charge failed: it moved no clock, so this
+		// pass's tick counts its seconds again.
+		c.log.Warn("counting crawl exec seconds failed, counting again", "crawl", cj.Spec.ID, "err", call.err)
+		call = nil
 	}
 	if p.Exec == nil {
 		return nil, nil

@@ -75,7 +75,8 @@ func (ec *execCharges) clock(key string) *time.Time {
 
 // take returns key's call and whether it is done. A done call is given
 // to one pass, which acts on its answer (the clock already moved with
-// it), and dropped.
+// it), and dropped. Only a call a pass has something to act on is kept
+// once done (settle): one whose answer asks for a pause, or that failed.
 func (ec *execCharges) take(key string) (*execCall, bool) {
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
@@ -93,8 +94,11 @@ func (ec *execCharges) take(key string) (*execCall, bool) {
 }
 
 // start queues charge for key, to run when one of the slots is free
-// (first, if urgent: a pass waits for it); its end calls back (to bring
-// the job to a pass that takes the answer).
+// (first, if urgent: a pass waits for it). An answer that asks for a
+// pause calls back (to bring the job to a pass that takes it); the
+// others only move the clock, which the job's next pass reads, so at ten
+// thousand crawls the counts bring no passes of their own. A failed
+// charge waits for the job's next pass, which counts again.
 func (ec *execCharges) start(ctx context.Context, key string, urgent bool,
 	charge func(context.Context) (*execAnswer, error), back func()) *execCall {
 	call := &execCall{key: key, back: back, done: make(chan struct{}),
@@ -138,10 +142,12 @@ func (ec *execCharges) drain(call *execCall) {
 		ec.mu.Unlock()
 		if current {
 			call.answer, call.err = call.charge()
-			ec.setClock(call)
+			ec.settle(call)
 		}
 		close(call.done)
-		call.back()
+		if call.answer != nil && call.answer.PauseReason != "" {
+			call.back()
+		}
 		ec.mu.Lock()
 		call = nil
 		if len(ec.waiting) > 0 {
@@ -153,12 +159,19 @@ func (ec *execCharges) drain(call *execCall) {
 	}
 }
 
-// setClock moves the job's clock to its call's answer, if the job is
-// still there.
-func (ec *execCharges) setClock(call *execCall) {
+// settle moves the job's clock to its call's answer and drops a call no
+// pass needs to take, if the job is still there.
+func (ec *execCharges) settle(call *execCall) {
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
-	if a := call.answer; a != nil && !a.LastUpdate.IsZero() && ec.m[call.key] == call {
+	if ec.m[call.key] != call {
+		return
+	}
+	a := call.answer
+	if a != nil && !a.LastUpdate.IsZero() {
 		ec.clocks[call.key] = a.LastUpdate
+	}
+	if call.err == nil && (a == nil || a.PauseReason == "") {
+		delete(ec.m, call.key)
 	}
 }

@@ -12,27 +12,43 @@ import (
 	"github.com/trawlerhq/trawler/store"
 )
 
-// TestExecCharges: a charge's answer moves the job's clock and is given
-// to one pass; a failed charge is given once and leaves the clock, so the
-// next tick charges again; a job forgotten while its charge runs keeps no
-// clock.
+// TestExecCharges: a charge's answer moves the job's clock; one that asks
+// for a pause brings the job back and is given to one pass, one that
+// only moves the clock is dropped; a failed charge is given once and
+// leaves the clock, so the next tick charges again; a job forgotten
+// while its charge runs keeps no clock.
 func TestExecCharges(t *testing.T) {
 	later := t0.Add(time.Minute)
-	run := func(ec *execCharges, key string, a *execAnswer, err error, during func()) {
-		back, release := make(chan struct{}), make(chan struct{})
+	// run charges key with answer a or err and reports whether the
+	// charge brought the job back.
+	run := func(ec *execCharges, key string, a *execAnswer, err error, during func()) bool {
+		back, release := make(chan struct{}, 1), make(chan struct{})
 		call := ec.start(context.Background(), key, false,
-			func(context.Context) (*execAnswer, error) { <-release; return a, err }, func() { close(back) })
+			func(context.Context) (*execAnswer, error) { <-release; return a, err }, func() { back <- struct{}{} })
 		during()
 		close(release)
 		<-call.done
-		<-back
+		ec.wg.Wait()
+		return len(back) == 1
 	}
 
 	ec := newExecCharges()
 	if c := ec.clock("ns/job"); c != nil {
 		t.Fatalf("clock %v before any charge, want none", c)
 	}
-	run(ec, "ns/job", &execAnswer{LastUpdate: later, PauseReason: store.StatePausedTimeQuota}, nil, func() {})
+	if back := run(ec, "ns/job", &execAnswer{LastUpdate: t0}, nil, func() {}); back {
+		t.Fatal("a charge that only moved the clock brought the job back")
+	}
+	if c := ec.clock("ns/job"); c == nil || !c.Equal(t0) {
+		t.Fatalf("clock %v after the charge, want %v", c, t0)
+	}
+	if call, done := ec.take("ns/job"); call != nil || !done {
+		t.Fatalf("take after a charge that only moved the clock: call %v, done %v; want none", call, done)
+	}
+
+	if back := run(ec, "ns/job", &execAnswer{LastUpdate: later, PauseReason: store.StatePausedTimeQuota}, nil, func() {}); !back {
+		t.Fatal("a charge that asks for a pause did not bring the job back")
+	}
 	if c := ec.clock("ns/job"); c == nil || !c.Equal(later) {
 		t.Fatalf("clock %v after the charge, want %v", c, later)
 	}

@@ -564,15 +564,15 @@ func TestSyncMakesAtMostOneProgressWrite(t *testing.T) {
 	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), crawlerPodIn(1, corev1.PodRunning),
 		redisPodIn(corev1.PodRunning), pvcs["redis-"+testID], pvcs[name(0)], pvcs[name(1)])
 	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
-	// Every store call but the state's compare-and-set and the reads is a
-	// progress write, whatever its name.
+	// Every store call but the state's compare-and-set, the reads and the
+	// execution-time accounting is a progress write, whatever its name.
 	progressWrites := func() int {
 		f.store.mu.Lock()
 		defer f.store.mu.Unlock()
 		n := 0
 		for method, calls := range f.store.calls {
 			switch method {
-			case "SetCrawlState", "GetCrawlByID", "GetOrg":
+			case "SetCrawlState", "GetCrawlByID", "GetOrg", "ChargeCrawlExec":
 			default:
 				n += calls
 			}
