@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,8 +17,7 @@ import (
 // terms one after the other. No charge waits for more than the write
 // before its own.
 type orgCharges struct {
-	mu   sync.Mutex
-	open map[orgMonth]*orgBatch
+	openBatches[orgMonth, orgBatch]
 }
 
 // orgMonth keys a batch: one org's charges counted in one month.
@@ -42,31 +40,11 @@ type orgBatch struct {
 // returns it.
 func (oc *orgCharges) join(oid uuid.UUID, now time.Time, d int64) (orgMonth, *orgBatch) {
 	key := orgMonth{oid: oid, month: YearMonth(now)}
-	oc.mu.Lock()
-	defer oc.mu.Unlock()
-	if oc.open == nil {
-		oc.open = map[orgMonth]*orgBatch{}
-	}
-	b := oc.open[key]
-	if b == nil {
-		b = &orgBatch{done: make(chan struct{})}
-		oc.open[key] = b
-	}
-	b.seconds += d
-	b.now = now
+	b := oc.joinOpen(key, func() *orgBatch { return &orgBatch{done: make(chan struct{})} }, func(b *orgBatch) {
+		b.seconds += d
+		b.now = now
+	})
 	return key, b
-}
-
-// seal takes batch b for writing: true for the first caller, and no
-// more charges join it.
-func (oc *orgCharges) seal(key orgMonth, b *orgBatch) bool {
-	oc.mu.Lock()
-	defer oc.mu.Unlock()
-	if oc.open[key] != b {
-		return false
-	}
-	delete(oc.open, key)
-	return true
 }
 
 // chargeOrgExec charges d seconds counted at now to org oid and returns

@@ -17,8 +17,7 @@ import (
 // change they made before joining, and no caller waits for more than the
 // recomputation before its own.
 type orgBytesRecomputes struct {
-	mu    sync.Mutex
-	open  map[uuid.UUID]*bytesBatch
+	openBatches[uuid.UUID, bytesBatch]
 	locks [16]sync.Mutex // striped by org id: one recomputation at a time per org
 }
 
@@ -30,32 +29,10 @@ type bytesBatch struct {
 	err     error
 }
 
-// join returns the open batch of org oid.
+// join returns the open batch of org oid, with the caller counted in.
 func (r *orgBytesRecomputes) join(oid uuid.UUID) *bytesBatch {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.open == nil {
-		r.open = map[uuid.UUID]*bytesBatch{}
-	}
-	b := r.open[oid]
-	if b == nil {
-		b = &bytesBatch{done: make(chan struct{})}
-		r.open[oid] = b
-	}
-	b.callers++
-	return b
-}
-
-// seal takes batch b for running: true for the first caller, and no more
-// callers join it.
-func (r *orgBytesRecomputes) seal(oid uuid.UUID, b *bytesBatch) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.open[oid] != b {
-		return false
-	}
-	delete(r.open, oid)
-	return true
+	return r.joinOpen(oid, func() *bytesBatch { return &bytesBatch{done: make(chan struct{})} },
+		func(b *bytesBatch) { b.callers++ })
 }
 
 // lock serialises org oid's recomputations.
