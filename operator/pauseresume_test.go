@@ -14,8 +14,11 @@ import (
 )
 
 // pauseSite is slow enough that a pause lands mid-crawl and short enough
-// that the resumed crawl completes.
-const pauseSite = "https://example.com/?sim-pages=40&sim-page-ms=1500"
+// that the resumed crawl completes. At 15 ms a page (1500 at the tests'
+// time scale) a loaded machine let the crawl do all 40 pages before the
+// pause reached it, and the resumed crawl ran and completed between two
+// polls of the test.
+const pauseSite = "https://example.com/?sim-pages=40&sim-page-ms=10000"
 
 // pause records a pause (or, with resume, a resume) as the API does: the
 // crawl document, then the CrawlJob.
