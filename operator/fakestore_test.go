@@ -48,6 +48,14 @@ func (m *memStore) setDown(down bool) {
 	m.down = down
 }
 
+// callCount is how often method was called; the exec accounting calls
+// the store from its own goroutines, so tests read under the lock.
+func (m *memStore) callCount(method string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls[method]
+}
+
 func (m *memStore) enter(method string) error {
 	m.calls[method]++
 	if m.down {

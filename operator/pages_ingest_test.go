@@ -65,8 +65,8 @@ func TestIngestPages(t *testing.T) {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if len(st.pages) != pageBatch+11 || st.calls["AddPages"] != 1+2 {
-		t.Errorf("%d pages in %d writes, want %d in 2", len(st.pages), st.calls["AddPages"]-1, pageBatch+11)
+	if len(st.pages) != pageBatch+11 || st.callCount("AddPages") != 1+2 {
+		t.Errorf("%d pages in %d writes, want %d in 2", len(st.pages), st.callCount("AddPages")-1, pageBatch+11)
 	}
 	for _, p := range st.pages {
 		if p.OID != oid || p.CrawlID != testID {

@@ -438,7 +438,7 @@ func TestSyncReportsPodUsage(t *testing.T) {
 	if got := drain(); !slices.Equal(got, []string{key}) {
 		t.Fatalf("enqueued %v, want the crawl once", got)
 	}
-	storeWrites := f.store.calls["RecordCrawlsProgress"]
+	storeWrites := f.store.callCount("RecordCrawlsProgress")
 	f.clock.Step(f.c.cfg.StatsInterval) // usage is progress: one write per interval
 	if w := syncAndSeed(); !contains(w, "patch crawljobs/status") {
 		t.Fatalf("usage did not reach the status: %v", w)
@@ -450,7 +450,7 @@ func TestSyncReportsPodUsage(t *testing.T) {
 	if got := st.Pods["redis"].Usage; !maps.Equal(got, map[string]string{"cpu": "3m", "memory": "20Mi"}) {
 		t.Errorf("redis usage %v", got)
 	}
-	if f.store.calls["RecordCrawlsProgress"] != storeWrites+1 {
+	if f.store.callCount("RecordCrawlsProgress") != storeWrites+1 {
 		t.Errorf("crawl document not written")
 	}
 	doc := f.store.get(testID)
@@ -473,7 +473,7 @@ func TestSyncReportsPodUsage(t *testing.T) {
 			t.Errorf("%s: writes on jitter: %v", cpu, w)
 		}
 	}
-	if f.store.calls["RecordCrawlsProgress"] != storeWrites+1 {
+	if f.store.callCount("RecordCrawlsProgress") != storeWrites+1 {
 		t.Errorf("crawl document rewritten on jitter")
 	}
 

@@ -30,7 +30,7 @@ func TestProgressStoreBatchesTheLatest(t *testing.T) {
 	if err := ps.flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := m.calls["RecordCrawlsProgress"]; n != 1 {
+	if n := m.callCount("RecordCrawlsProgress"); n != 1 {
 		t.Fatalf("%d writes, want 1", n)
 	}
 	if a := m.get("a"); a.Stats.Done != 2 || a.Pods["0"].Phase != "Running" {
@@ -39,7 +39,7 @@ func TestProgressStoreBatchesTheLatest(t *testing.T) {
 	if b, c := m.get("b"), m.get("c"); b.Stats.Done != 5 || c.Stats != nil || len(c.Pods) != 1 {
 		t.Errorf("b stats %+v, c stats %+v pods %+v", b.Stats, c.Stats, c.Pods)
 	}
-	if err := ps.flush(context.Background()); err != nil || m.calls["RecordCrawlsProgress"] != 1 {
+	if err := ps.flush(context.Background()); err != nil || m.callCount("RecordCrawlsProgress") != 1 {
 		t.Errorf("an empty flush wrote (%v)", err)
 	}
 }

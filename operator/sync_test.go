@@ -717,7 +717,7 @@ func TestSyncGoesOnWithoutASlowStoresAnswer(t *testing.T) {
 	}
 	f.store.mu.Lock()
 	defer f.store.mu.Unlock()
-	if n := f.store.calls["SetCrawlState"]; n != 2 {
+	if n := f.store.callCount("SetCrawlState"); n != 2 {
 		t.Errorf("%d SetCrawlState calls, want 2 (the setup's and the pass's)", n)
 	}
 }
