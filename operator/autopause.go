@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,14 +40,11 @@ func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.Cr
 		return nil, nil
 	}
 	if call == nil {
-		var pending int64
+		call = &execCall{key: key, crawlID: cj.Spec.ID, tick: *p.Exec, pods: o.Crawlers, now: o.Now.Truncate(time.Second)}
 		if o.Redis != nil && o.Redis.Reachable {
-			pending = o.Redis.Size
+			call.pending = o.Redis.Size
 		}
-		tick, pods, now := *p.Exec, o.Crawlers, o.Now.Truncate(time.Second)
-		call = c.exec.start(ctx, key, tick.Wait, func(ctx context.Context) (*execAnswer, error) {
-			return c.chargeExec(ctx, cj.Spec.ID, tick, pods, now, pending)
-		}, func() { c.queue.Add(key) })
+		c.exec.start(ctx, call, p.Exec.Wait, func() { c.queue.Add(key) })
 	}
 	if !p.Exec.Wait {
 		return nil, nil
@@ -69,37 +67,54 @@ func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.Cr
 	return call.answer, call.err
 }
 
-// chargeExec is one charge in the store and the pause it calls for. A
-// tick without a clock learns it first, and counts at once from a clock
-// an earlier leader left (pods, the pass's crawler pods, say what ran).
-func (c *Controller) chargeExec(ctx context.Context, crawlID string, t execTick, pods map[int]*corev1.Pod, now time.Time, pending int64) (*execAnswer, error) {
-	if t.Since == nil {
-		clock, err := c.chargeCrawlExec(ctx, crawlID, nil, now, 0)
-		if err != nil {
-			return nil, fmt.Errorf("reading crawl exec clock: %w", err)
-		}
-		t.Since = &clock.LastUpdate
-		if t.Seconds, _ = podExecSeconds(pods, clock.LastUpdate, now); t.Seconds == 0 {
-			return &execAnswer{LastUpdate: clock.LastUpdate}, nil
+// chargeExecBatch is a batch of charges in the store and the pauses
+// they call for. Ticks without a clock learn it first, and count at once
+// from a clock an earlier leader left (a call's pods say what ran).
+func (c *Controller) chargeExecBatch(ctx context.Context, calls []*execCall) {
+	var learning []*execCall
+	for _, call := range calls {
+		if call.tick.Since == nil {
+			learning = append(learning, call)
 		}
 	}
-	tick, err := c.chargeCrawlExec(ctx, crawlID, t.Since, now, t.Seconds)
-	if err != nil {
-		return nil, fmt.Errorf("counting crawl exec seconds: %w", err)
+	for i, clock := range c.chargeCrawlsExec(ctx, learning) {
+		call := learning[i]
+		if clock.Err != nil {
+			call.err = fmt.Errorf("reading crawl exec clock: %w", clock.Err)
+			continue
+		}
+		call.tick.Since = &clock.LastUpdate
+		if call.tick.Seconds, _ = podExecSeconds(call.pods, clock.LastUpdate, call.now); call.tick.Seconds == 0 {
+			call.answer = &execAnswer{LastUpdate: clock.LastUpdate}
+		}
 	}
-	a := &execAnswer{LastUpdate: tick.LastUpdate}
-	if tick.Org != nil {
-		a.PauseReason = quotaPauseReason(tick.Org, pending, now)
+	counting := slices.DeleteFunc(slices.Clone(calls), func(call *execCall) bool { return call.err != nil || call.answer != nil })
+	for i, tick := range c.chargeCrawlsExec(ctx, counting) {
+		call := counting[i]
+		if tick.Err != nil {
+			call.err = fmt.Errorf("counting crawl exec seconds: %w", tick.Err)
+			continue
+		}
+		call.answer = &execAnswer{LastUpdate: tick.LastUpdate}
+		if tick.Org != nil {
+			call.answer.PauseReason = quotaPauseReason(tick.Org, call.pending, call.now)
+		}
 	}
-	return a, nil
 }
 
-// chargeCrawlExec is the store's ChargeCrawlExec, bounded by the store
-// timeout.
-func (c *Controller) chargeCrawlExec(ctx context.Context, crawlID string, since *time.Time, now time.Time, seconds int64) (store.ExecTick, error) {
+// chargeCrawlsExec is the store's ChargeCrawlsExec of the calls' ticks,
+// bounded by the store timeout; none for no calls.
+func (c *Controller) chargeCrawlsExec(ctx context.Context, calls []*execCall) []store.ExecTick {
+	if len(calls) == 0 {
+		return nil
+	}
+	charges := make([]store.CrawlExecCharge, len(calls))
+	for i, call := range calls {
+		charges[i] = store.CrawlExecCharge{CrawlID: call.crawlID, Since: call.tick.Since, Now: call.now, Seconds: call.tick.Seconds}
+	}
 	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
 	defer cancel()
-	return c.store.ChargeCrawlExec(sctx, crawlID, since, now, seconds)
+	return c.store.ChargeCrawlsExec(sctx, charges)
 }
 
 // requestAutoPause is the operator's automatic pause of a crawl over a

@@ -190,7 +190,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	c.expect = newExpectations()
 	c.pollers = newPollers(cfg, deps.Store, c.clock, c.log, c.wake)
 	c.background = newBackgroundTasks()
-	c.exec = newExecCharges()
+	c.exec = newExecCharges(c.chargeExecBatch)
 	if deps.Metrics != nil && cfg.MetricsInterval > 0 {
 		c.usage = newUsageWatcher(metricsAPI{deps.Metrics}, cfg, c.clock, c.log, c.enqueuePodOwner)
 	}

@@ -89,9 +89,10 @@ type CrawlStore interface {
 	// AddPages inserts page documents in one write, skipping ids already
 	// stored.
 	AddPages(ctx context.Context, pages []store.Page) (int, error)
-	// ChargeCrawlExec counts a crawl's crawler-pod seconds since its last
-	// count and charges them to its org, at most once per count.
-	ChargeCrawlExec(ctx context.Context, crawlID string, since *time.Time, now time.Time, seconds int64) (store.ExecTick, error)
+	// ChargeCrawlsExec counts crawls' crawler-pod seconds since their
+	// last counts and charges them to their orgs, at most once per count,
+	// in one write of the crawls; the ticks are in the charges' order.
+	ChargeCrawlsExec(ctx context.Context, charges []store.CrawlExecCharge) []store.ExecTick
 	// RequestCrawlPause records a pause request on the crawl document.
 	RequestCrawlPause(ctx context.Context, crawlID string, at time.Time) error
 	// ClaimAutoPauseEmail reports, once per automatic pause, that the

@@ -5,32 +5,41 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
-// execChargeSlots is how many accounting charges run at once. A charge
-// takes two database round trips for its crawl and a share of its org's
-// (the store writes an org's waiting charges together), so ten thousand
-// running crawls bring about 170 charges and 350 round trips a second
-// that a busy database cannot always keep up with. Run in the workers,
+// execChargeSlots is how many batches of accounting charges run at once,
+// and execChargeBatch how many charges one batch takes. Ten thousand
+// running crawls bring about 170 charges a second. Run in the workers,
 // they held all sixteen while every crawl's start, stop and finish
-// waited behind them; run in the background without a bound, they would
-// take every pooled database connection the state transitions need. A
-// charge that waits for its turn still counts every second since its
-// crawl's last count: under load the counts come later and larger, none
-// is lost.
-const execChargeSlots = 4
+// waited behind them; run one by one in the background, their two
+// database round trips each kept the database busy enough that the
+// state transitions waited all the same. A batch is one read and one
+// write of its crawls (and one charge per org), and the charges that
+// arrive while the slots are busy wait for the next batch: the slower
+// the database, the larger the batches, the fewer the round trips. A
+// charge that waits still counts every second since its crawl's last
+// count: under load the counts come later and larger, none is lost.
+const (
+	execChargeSlots = 2
+	execChargeBatch = 500
+)
 
-// execCharges are the accounting ticks' store calls, run off the workers,
-// at most one per job at a time, by at most execChargeSlots goroutines;
-// the calls waiting for one are a queue (a goroutine each would cost
-// about 8 KiB a crawl at ten thousand). It also holds each job's clock:
-// when its crawler seconds were last counted. The clock lives here and in
-// the crawl document (_lut), not in the CrawlJob status: written there,
-// every running crawl's count would be a status write a minute, at ten
-// thousand crawls more than the state changes' whole client budget. An
-// operator that does not know a job's clock (a new leader) learns it
-// from the store.
+// execCharges are the accounting ticks' store calls, run off the workers
+// in batches (execChargeSlots), at most one per job at a time; the calls
+// waiting for a slot are a queue (a goroutine each would cost about
+// 8 KiB a crawl at ten thousand). It also holds each job's clock: when
+// its crawler seconds were last counted. The clock lives here and in the
+// crawl document (_lut), not in the CrawlJob status: written there, every
+// running crawl's count would be a status write a minute, at ten thousand
+// crawls more than the state changes' whole client budget. An operator
+// that does not know a job's clock (a new leader) learns it from the
+// store.
 type execCharges struct {
+	// charge runs a batch of calls, giving each its answer or error.
+	charge func(context.Context, []*execCall)
+
 	mu      sync.Mutex
 	m       map[string]*execCall
 	clocks  map[string]time.Time
@@ -39,18 +48,25 @@ type execCharges struct {
 	wg      sync.WaitGroup
 }
 
-// execCall is one charge.
+// execCall is one charge: a tick of the crawl crawlID, counted at now
+// over the pass's crawler pods, with the crawl's pending pages (for the
+// storage quota check).
 type execCall struct {
-	key    string
-	charge func() (*execAnswer, error)
-	back   func()
-	done   chan struct{}
-	answer *execAnswer
-	err    error
+	key     string
+	ctx     context.Context
+	crawlID string
+	tick    execTick
+	pods    map[int]*corev1.Pod
+	now     time.Time
+	pending int64
+	back    func()
+	done    chan struct{}
+	answer  *execAnswer
+	err     error
 }
 
-func newExecCharges() *execCharges {
-	return &execCharges{m: map[string]*execCall{}, clocks: map[string]time.Time{}}
+func newExecCharges(charge func(context.Context, []*execCall)) *execCharges {
+	return &execCharges{charge: charge, m: map[string]*execCall{}, clocks: map[string]time.Time{}}
 }
 
 // forget drops a job's call and clock (the job is gone).
@@ -93,29 +109,28 @@ func (ec *execCharges) take(key string) (*execCall, bool) {
 	return call, true
 }
 
-// start queues charge for key, to run when one of the slots is free
-// (first, if urgent: a pass waits for it). An answer that asks for a
-// pause calls back (to bring the job to a pass that takes it); the
-// others only move the clock, which the job's next pass reads, so at ten
-// thousand crawls the counts bring no passes of their own. A failed
-// charge waits for the job's next pass, which counts again.
-func (ec *execCharges) start(ctx context.Context, key string, urgent bool,
-	charge func(context.Context) (*execAnswer, error), back func()) *execCall {
-	call := &execCall{key: key, back: back, done: make(chan struct{}),
-		charge: func() (*execAnswer, error) { return charge(ctx) }}
+// start queues call (its key, its tick and what the tick counts are
+// set; ctx is the controller's, the same for every call) to run in the
+// next batch a slot takes (first, if urgent: a pass waits for it). An
+// answer that asks for a pause calls back (to bring the job to a pass
+// that takes it); the others only move the clock, which the job's next
+// pass reads, so at ten thousand crawls the counts bring no passes of
+// their own. A failed charge waits for the job's next pass, which counts
+// again.
+func (ec *execCharges) start(ctx context.Context, call *execCall, urgent bool, back func()) {
+	call.ctx, call.back, call.done = ctx, back, make(chan struct{})
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
-	ec.m[key] = call
+	ec.m[call.key] = call
 	if ec.running == execChargeSlots {
 		ec.waiting = append(ec.waiting, call)
 		if urgent {
 			ec.hurryLocked(call)
 		}
-		return call
+		return
 	}
 	ec.running++
-	ec.wg.Go(func() { ec.drain(call) })
-	return call
+	ec.wg.Go(func() { ec.drain([]*execCall{call}) })
 }
 
 // hurry moves a waiting call to the head of the queue (a pass waits for
@@ -133,30 +148,46 @@ func (ec *execCharges) hurryLocked(call *execCall) {
 	}
 }
 
-// drain runs call, then the waiting calls in turn until none is left. A
-// call whose job is gone meanwhile is not charged.
-func (ec *execCharges) drain(call *execCall) {
-	for call != nil {
-		ec.mu.Lock()
-		current := ec.m[call.key] == call
-		ec.mu.Unlock()
-		if current {
-			call.answer, call.err = call.charge()
-			ec.settle(call)
+// drain runs batch, then batches of the waiting calls in turn until none
+// is left. A call whose job is gone meanwhile is not charged.
+func (ec *execCharges) drain(batch []*execCall) {
+	for len(batch) > 0 {
+		if current := ec.current(batch); len(current) > 0 {
+			ec.charge(current[0].ctx, current)
+			for _, call := range current {
+				ec.settle(call)
+			}
 		}
-		close(call.done)
-		if call.answer != nil && call.answer.PauseReason != "" {
-			call.back()
+		for _, call := range batch {
+			close(call.done)
+			if call.answer != nil && call.answer.PauseReason != "" {
+				call.back()
+			}
 		}
-		ec.mu.Lock()
-		call = nil
-		if len(ec.waiting) > 0 {
-			call, ec.waiting = ec.waiting[0], ec.waiting[1:]
-		} else {
-			ec.running--
-		}
-		ec.mu.Unlock()
+		batch = ec.next()
 	}
+}
+
+// current returns the calls of batch whose jobs are still there.
+func (ec *execCharges) current(batch []*execCall) []*execCall {
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	return slices.DeleteFunc(slices.Clone(batch), func(call *execCall) bool { return ec.m[call.key] != call })
+}
+
+// next takes the next batch off the queue, or gives the slot back when
+// none is waiting.
+func (ec *execCharges) next() []*execCall {
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	n := min(len(ec.waiting), execChargeBatch)
+	if n == 0 {
+		ec.running--
+		return nil
+	}
+	batch := slices.Clone(ec.waiting[:n])
+	ec.waiting = slices.Delete(ec.waiting, 0, n)
+	return batch
 }
 
 // settle moves the job's clock to its call's answer and drops a call no

@@ -12,6 +12,22 @@ import (
 	"github.com/trawlerhq/trawler/store"
 )
 
+// perCall is a batch charge that answers each call with f.
+func perCall(f func(*execCall) (*execAnswer, error)) func(context.Context, []*execCall) {
+	return func(_ context.Context, calls []*execCall) {
+		for _, call := range calls {
+			call.answer, call.err = f(call)
+		}
+	}
+}
+
+// startCall starts a charge of key.
+func startCall(ec *execCharges, key string, urgent bool, back func()) *execCall {
+	call := &execCall{key: key, crawlID: key}
+	ec.start(context.Background(), call, urgent, back)
+	return call
+}
+
 // TestExecCharges: a charge's answer moves the job's clock; one that asks
 // for a pause brings the job back and is given to one pass, one that
 // only moves the clock is dropped; a failed charge is given once and
@@ -19,12 +35,16 @@ import (
 // while its charge runs keeps no clock.
 func TestExecCharges(t *testing.T) {
 	later := t0.Add(time.Minute)
+	var answer *execAnswer
+	var fail error
+	var release chan struct{}
+	ec := newExecCharges(perCall(func(*execCall) (*execAnswer, error) { <-release; return answer, fail }))
 	// run charges key with answer a or err and reports whether the
 	// charge brought the job back.
-	run := func(ec *execCharges, key string, a *execAnswer, err error, during func()) bool {
-		back, release := make(chan struct{}, 1), make(chan struct{})
-		call := ec.start(context.Background(), key, false,
-			func(context.Context) (*execAnswer, error) { <-release; return a, err }, func() { back <- struct{}{} })
+	run := func(key string, a *execAnswer, err error, during func()) bool {
+		answer, fail, release = a, err, make(chan struct{})
+		back := make(chan struct{}, 1)
+		call := startCall(ec, key, false, func() { back <- struct{}{} })
 		during()
 		close(release)
 		<-call.done
@@ -32,11 +52,10 @@ func TestExecCharges(t *testing.T) {
 		return len(back) == 1
 	}
 
-	ec := newExecCharges()
 	if c := ec.clock("ns/job"); c != nil {
 		t.Fatalf("clock %v before any charge, want none", c)
 	}
-	if back := run(ec, "ns/job", &execAnswer{LastUpdate: t0}, nil, func() {}); back {
+	if back := run("ns/job", &execAnswer{LastUpdate: t0}, nil, func() {}); back {
 		t.Fatal("a charge that only moved the clock brought the job back")
 	}
 	if c := ec.clock("ns/job"); c == nil || !c.Equal(t0) {
@@ -46,7 +65,7 @@ func TestExecCharges(t *testing.T) {
 		t.Fatalf("take after a charge that only moved the clock: call %v, done %v; want none", call, done)
 	}
 
-	if back := run(ec, "ns/job", &execAnswer{LastUpdate: later, PauseReason: store.StatePausedTimeQuota}, nil, func() {}); !back {
+	if back := run("ns/job", &execAnswer{LastUpdate: later, PauseReason: store.StatePausedTimeQuota}, nil, func() {}); !back {
 		t.Fatal("a charge that asks for a pause did not bring the job back")
 	}
 	if c := ec.clock("ns/job"); c == nil || !c.Equal(later) {
@@ -60,7 +79,7 @@ func TestExecCharges(t *testing.T) {
 		t.Fatalf("second take: call %v, done %v; want none", call, done)
 	}
 
-	run(ec, "ns/job", nil, errors.New("store down"), func() {})
+	run("ns/job", nil, errors.New("store down"), func() {})
 	if call, _ := ec.take("ns/job"); call == nil || call.err == nil {
 		t.Fatalf("failed call: %v, want it with its error", call)
 	}
@@ -71,7 +90,7 @@ func TestExecCharges(t *testing.T) {
 		t.Fatalf("clock %v after a failed charge, want it kept at %v", c, later)
 	}
 
-	run(ec, "ns/gone", &execAnswer{LastUpdate: later}, nil, func() { ec.forget("ns/gone") })
+	run("ns/gone", &execAnswer{LastUpdate: later}, nil, func() { ec.forget("ns/gone") })
 	if c := ec.clock("ns/gone"); c != nil {
 		t.Fatalf("a job forgotten during its charge has clock %v", c)
 	}
@@ -79,12 +98,9 @@ func TestExecCharges(t *testing.T) {
 
 // TestExecChargesInFlight: a call not done yet is returned as in flight.
 func TestExecChargesInFlight(t *testing.T) {
-	ec := newExecCharges()
 	release := make(chan struct{})
-	call := ec.start(context.Background(), "ns/job", false, func(context.Context) (*execAnswer, error) {
-		<-release
-		return &execAnswer{}, nil
-	}, func() {})
+	ec := newExecCharges(perCall(func(*execCall) (*execAnswer, error) { <-release; return &execAnswer{}, nil }))
+	call := startCall(ec, "ns/job", false, func() {})
 	if got, done := ec.take("ns/job"); got != call || done {
 		t.Fatalf("in flight: call %v, done %v", got, done)
 	}
@@ -92,53 +108,67 @@ func TestExecChargesInFlight(t *testing.T) {
 	<-call.done
 }
 
-// TestExecChargesSlots: however many calls are started, at most
-// execChargeSlots run at once, and every one runs.
-func TestExecChargesSlots(t *testing.T) {
-	ec := newExecCharges()
+// TestExecChargesBatches: however many calls are started, at most
+// execChargeSlots batches run at once; the calls that arrive meanwhile
+// wait and go together, at most execChargeBatch in one batch; every one
+// runs, and one whose job is gone meanwhile is not charged.
+func TestExecChargesBatches(t *testing.T) {
 	var mu sync.Mutex
 	running, most := 0, 0
+	var sizes []int
 	release := make(chan struct{})
-	calls := make([]*execCall, 3*execChargeSlots)
+	ec := newExecCharges(func(_ context.Context, calls []*execCall) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		sizes = append(sizes, len(calls))
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		running--
+		mu.Unlock()
+		for _, call := range calls {
+			call.answer = &execAnswer{}
+		}
+	})
+	calls := make([]*execCall, execChargeSlots+execChargeBatch+10)
 	for i := range calls {
-		calls[i] = ec.start(context.Background(), fmt.Sprintf("ns/job-%d", i), false, func(context.Context) (*execAnswer, error) {
-			mu.Lock()
-			running++
-			most = max(most, running)
-			mu.Unlock()
-			<-release
-			mu.Lock()
-			running--
-			mu.Unlock()
-			return &execAnswer{}, nil
-		}, func() {})
+		calls[i] = startCall(ec, fmt.Sprintf("ns/job-%d", i), false, func() {})
 	}
+	ec.forget("ns/job-" + fmt.Sprint(len(calls)-1))
 	close(release)
-	for i, call := range calls {
+	for i, call := range calls[:len(calls)-1] {
 		<-call.done
 		if call.answer == nil {
 			t.Fatalf("call %d: no answer", i)
 		}
 	}
+	ec.wg.Wait()
 	if most > execChargeSlots {
-		t.Fatalf("%d charges ran at once, want at most %d", most, execChargeSlots)
+		t.Fatalf("%d batches ran at once, want at most %d", most, execChargeSlots)
+	}
+	slices.Sort(sizes)
+	if want := append(slices.Repeat([]int{1}, execChargeSlots), 9, execChargeBatch); !slices.Equal(sizes, want) {
+		t.Fatalf("batch sizes %v, want %v", sizes, want)
+	}
+	if calls[len(calls)-1].answer != nil {
+		t.Fatal("the call of a job gone before its batch ran was charged")
 	}
 }
 
 // TestExecChargesUrgentFirst: a charge a pass waits for goes ahead of the
 // periodic ones waiting for a slot, and so does one hurried later.
 func TestExecChargesUrgentFirst(t *testing.T) {
-	ec := newExecCharges()
 	release := make(chan struct{})
-	block := func(context.Context) (*execAnswer, error) { <-release; return &execAnswer{}, nil }
+	ec := newExecCharges(perCall(func(*execCall) (*execAnswer, error) { <-release; return &execAnswer{}, nil }))
 	var queued []*execCall
 	for i := range execChargeSlots + 2 {
-		call := ec.start(context.Background(), fmt.Sprintf("ns/job-%d", i), false, block, func() {})
+		call := startCall(ec, fmt.Sprintf("ns/job-%d", i), false, func() {})
 		if i >= execChargeSlots {
 			queued = append(queued, call)
 		}
 	}
-	urgent := ec.start(context.Background(), "ns/urgent", true, block, func() {})
+	urgent := startCall(ec, "ns/urgent", true, func() {})
 	ec.mu.Lock()
 	head := ec.waiting[0]
 	ec.mu.Unlock()

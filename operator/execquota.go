@@ -13,7 +13,7 @@ import (
 // Execution-time accounting (upstream-2026 §6.4): the pure rules. Once
 // per accounting interval a running crawl counts the seconds its crawler
 // pods ran since the last count and charges them to its org (the store
-// does, ChargeCrawlExec); the org's answer decides an automatic pause
+// does, ChargeCrawlsExec); the org's answer decides an automatic pause
 // (autopause.go). A crawl with no crawler pod time to count (waiting,
 // paused, idle between ticks) writes nothing.
 

@@ -45,7 +45,7 @@ func TestExecQuotaAutoPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
-	if _, err := h.store.ChargeCrawlExec(ctx, earlier.ID, &t0, t0.Add(50*time.Second), 50); err != nil {
+	if err := h.store.ChargeCrawlsExec(ctx, []store.CrawlExecCharge{{CrawlID: earlier.ID, Since: &t0, Now: t0.Add(50 * time.Second), Seconds: 50}})[0].Err; err != nil {
 		t.Fatal(err)
 	}
 
@@ -134,7 +134,7 @@ func TestExecQuotaGiftedThenExtra(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
-	if _, err := h.store.ChargeCrawlExec(ctx, earlier.ID, &t0, t0.Add(50*time.Second), 50); err != nil {
+	if err := h.store.ChargeCrawlsExec(ctx, []store.CrawlExecCharge{{CrawlID: earlier.ID, Since: &t0, Now: t0.Add(50 * time.Second), Seconds: 50}})[0].Err; err != nil {
 		t.Fatal(err)
 	}
 	cfg := h.config()

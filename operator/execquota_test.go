@@ -190,30 +190,40 @@ func TestDecideSkipsOverQuota(t *testing.T) {
 // started, or a new leader) reads it from the store: a crawl never
 // counted starts it at now and nothing is written; one an earlier leader
 // counted is counted from its stored clock at once, so a handoff loses no
-// seconds.
+// seconds. A batch is two store calls at most, whatever its size: the
+// clocks it learns, then the counts.
 func TestChargeExecLearnsTheClock(t *testing.T) {
 	m := newMemStore()
 	m.addCrawl("new")
 	m.addCrawl("counted")
+	m.addCrawl("known")
 	stored := t0.Add(time.Minute)
 	m.crawls["counted"].LastExecUpdate, m.crawls["counted"].CrawlExecSeconds = &stored, 60
+	m.crawls["known"].LastExecUpdate = &stored
 	c := &Controller{store: m, cfg: testConfig()}
 	pods := map[int]*corev1.Pod{0: runningSince(0, t0)}
 	now := stored.Add(90 * time.Second)
-
-	a, err := c.chargeExec(context.Background(), "new", execTick{}, pods, now, 0)
-	if err != nil || a == nil || !a.LastUpdate.Equal(now) {
-		t.Fatalf("new crawl: answer %+v, %v; want the clock at now", a, err)
+	calls := []*execCall{
+		{crawlID: "new", pods: pods, now: now},
+		{crawlID: "counted", pods: pods, now: now},
+		{crawlID: "known", tick: execTick{Since: &stored, Seconds: 90}, pods: pods, now: now},
+	}
+	c.chargeExecBatch(context.Background(), calls)
+	for _, call := range calls {
+		if call.err != nil || call.answer == nil || !call.answer.LastUpdate.Equal(now) {
+			t.Fatalf("%s: answer %+v, %v; want the clock at now", call.crawlID, call.answer, call.err)
+		}
 	}
 	if c := m.crawls["new"]; c.LastExecUpdate != nil || c.CrawlExecSeconds != 0 {
 		t.Fatalf("new crawl: stored clock %v and %d s, want nothing written", c.LastExecUpdate, c.CrawlExecSeconds)
 	}
-
-	a, err = c.chargeExec(context.Background(), "counted", execTick{}, pods, now, 0)
-	if err != nil || a == nil || !a.LastUpdate.Equal(now) {
-		t.Fatalf("counted crawl: answer %+v, %v; want the clock at now", a, err)
-	}
 	if c := m.crawls["counted"]; c.CrawlExecSeconds != 150 {
 		t.Fatalf("counted crawl: %d s stored, want 60 + the 90 since its stored clock", c.CrawlExecSeconds)
+	}
+	if c := m.crawls["known"]; c.CrawlExecSeconds != 90 {
+		t.Fatalf("known crawl: %d s stored, want 90", c.CrawlExecSeconds)
+	}
+	if n := m.callCount("ChargeCrawlsExec"); n != 2 {
+		t.Fatalf("%d store calls for a batch of 3, want 2", n)
 	}
 }

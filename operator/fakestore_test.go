@@ -246,22 +246,33 @@ func (m *memStore) GetOrg(_ context.Context, id uuid.UUID) (*store.Org, error) {
 	return nil, store.NotFound("org_not_found")
 }
 
-func (m *memStore) ChargeCrawlExec(_ context.Context, id string, since *time.Time, now time.Time, seconds int64) (store.ExecTick, error) {
+func (m *memStore) ChargeCrawlsExec(_ context.Context, charges []store.CrawlExecCharge) []store.ExecTick {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.enter("ChargeCrawlExec"); err != nil {
-		return store.ExecTick{}, err
+	ticks := make([]store.ExecTick, len(charges))
+	if err := m.enter("ChargeCrawlsExec"); err != nil {
+		for i := range ticks {
+			ticks[i].Err = err
+		}
+		return ticks
 	}
+	for i, c := range charges {
+		ticks[i] = m.chargeCrawlExec(c.CrawlID, c.Since, c.Now, c.Seconds)
+	}
+	return ticks
+}
+
+func (m *memStore) chargeCrawlExec(id string, since *time.Time, now time.Time, seconds int64) store.ExecTick {
 	c := m.crawls[id]
 	if c == nil {
-		return store.ExecTick{}, store.NotFound("crawl_not_found")
+		return store.ExecTick{Err: store.NotFound("crawl_not_found")}
 	}
 	if since == nil || c.LastExecUpdate != nil && !c.LastExecUpdate.Equal(*since) {
 		tick := store.ExecTick{LastUpdate: now, CrawlExecSeconds: c.CrawlExecSeconds}
 		if c.LastExecUpdate != nil {
 			tick.LastUpdate = *c.LastExecUpdate
 		}
-		return tick, nil
+		return tick
 	}
 	c.CrawlExecSeconds += seconds
 	c.LastExecUpdate = &now
@@ -278,7 +289,7 @@ func (m *memStore) ChargeCrawlExec(_ context.Context, id string, since *time.Tim
 		cp := *o
 		tick.Org = &cp
 	}
-	return tick, nil
+	return tick
 }
 
 func (m *memStore) RequestCrawlPause(_ context.Context, id string, _ time.Time) error {

@@ -572,7 +572,7 @@ func TestSyncMakesAtMostOneProgressWrite(t *testing.T) {
 		n := 0
 		for method, calls := range f.store.calls {
 			switch method {
-			case "SetCrawlState", "GetCrawlByID", "GetOrg", "ChargeCrawlExec":
+			case "SetCrawlState", "GetCrawlByID", "GetOrg", "ChargeCrawlsExec":
 			default:
 				n += calls
 			}
@@ -715,8 +715,6 @@ func TestSyncGoesOnWithoutASlowStoresAnswer(t *testing.T) {
 	if st := f.status(); st.State != store.StatePendingWait {
 		t.Errorf("state %s after the answer, want pending-wait", st.State)
 	}
-	f.store.mu.Lock()
-	defer f.store.mu.Unlock()
 	if n := f.store.callCount("SetCrawlState"); n != 2 {
 		t.Errorf("%d SetCrawlState calls, want 2 (the setup's and the pass's)", n)
 	}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -13,9 +14,9 @@ import (
 // charge is one accounting tick of crawl id: seconds since since, at at.
 func charge(t *testing.T, m *mongotest.DB, id string, since *time.Time, at time.Time, seconds int64) store.ExecTick {
 	t.Helper()
-	tick, err := m.ChargeCrawlExec(context.Background(), id, since, at, seconds)
-	if err != nil {
-		t.Fatal(err)
+	tick := m.ChargeCrawlsExec(context.Background(), []store.CrawlExecCharge{{CrawlID: id, Since: since, Now: at, Seconds: seconds}})[0]
+	if tick.Err != nil {
+		t.Fatal(tick.Err)
 	}
 	return tick
 }
@@ -172,9 +173,9 @@ func TestChargeOrgExecCoalesces(t *testing.T) {
 	errs := make(chan error, crawls)
 	for i := range crawls {
 		go func() {
-			tick, err := m.ChargeCrawlExec(ctx, fmt.Sprintf("c%d", i), &t0, at, each)
+			tick := m.ChargeCrawlsExec(ctx, []store.CrawlExecCharge{{CrawlID: fmt.Sprintf("c%d", i), Since: &t0, Now: at, Seconds: each}})[0]
 			ticks <- tick
-			errs <- err
+			errs <- tick.Err
 		}()
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -206,5 +207,65 @@ func TestChargeOrgExecCoalesces(t *testing.T) {
 	if o.MonthlyExecSeconds["2026-12"] != 300 || o.GiftedExecSeconds["2026-12"] != 60 || o.ExtraExecSeconds["2026-12"] != 120 ||
 		o.GiftedExecSecondsAvailable != 0 || o.ExtraExecSecondsAvailable != 0 || o.CrawlExecSeconds["2026-12"] != 600 {
 		t.Fatalf("org counters %+v", o.ExecCounters)
+	}
+}
+
+// TestChargeCrawlsExecInOneWrite: the charges of many crawls, of two
+// orgs, are one read and one write of the crawls and one charge per org;
+// a learn, a stale count and an unknown crawl in the same call each get
+// their own answer.
+func TestChargeCrawlsExecInOneWrite(t *testing.T) {
+	ctx := context.Background()
+	var cmds mongotest.Commands
+	m := mongotest.Open(t, cmds.Option())
+	orgs := []*store.Org{mustOrg(t, m, "batch-a"), mustOrg(t, m, "batch-b")}
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	const crawls, each = 30, 20
+	for i := range crawls + 2 {
+		wf := mustWorkflow(t, m, orgs[i%2].ID, fmt.Sprintf("wf%d", i), "https://example.com/")
+		mustCrawl(t, m, wf, fmt.Sprintf("c%d", i), now())
+	}
+	// c<crawls+1>, of the second org, was counted up to t1 already: a
+	// count since t0 is stale.
+	t1 := t0.Add(10 * time.Second)
+	charge(t, m, fmt.Sprintf("c%d", crawls+1), &t0, t1, 10)
+	at := t0.Add(each * time.Second)
+	var charges []store.CrawlExecCharge
+	for i := range crawls {
+		charges = append(charges, store.CrawlExecCharge{CrawlID: fmt.Sprintf("c%d", i), Since: &t0, Now: at, Seconds: each})
+	}
+	charges = append(charges,
+		store.CrawlExecCharge{CrawlID: fmt.Sprintf("c%d", crawls), Now: at},
+		store.CrawlExecCharge{CrawlID: fmt.Sprintf("c%d", crawls+1), Since: &t0, Now: at, Seconds: each},
+		store.CrawlExecCharge{CrawlID: "unknown", Since: &t0, Now: at, Seconds: each})
+
+	cmds.Reset()
+	ticks := m.ChargeCrawlsExec(ctx, charges)
+	for i := range crawls {
+		tick := ticks[i]
+		if tick.Err != nil || !tick.Counted || tick.CrawlExecSeconds != each || !tick.LastUpdate.Equal(at) || tick.Org == nil ||
+			tick.Org.ID != orgs[i%2].ID || tick.Org.CrawlExecSeconds["2026-12"] != crawls/2*each+int64(10*(i%2)) {
+			t.Fatalf("charge %d: %+v", i, tick)
+		}
+	}
+	if learn := ticks[crawls]; learn.Err != nil || learn.Counted || !learn.LastUpdate.Equal(at) || learn.Org != nil {
+		t.Errorf("learn: %+v", learn)
+	}
+	if stale := ticks[crawls+1]; stale.Err != nil || stale.Counted || !stale.LastUpdate.Equal(t1) || stale.CrawlExecSeconds != 10 {
+		t.Errorf("stale: %+v", stale)
+	}
+	if unknown := ticks[crawls+2]; !errors.Is(unknown.Err, store.ErrNotFound) {
+		t.Errorf("unknown crawl: %+v", unknown)
+	}
+	for _, c := range []struct {
+		command, collection string
+		want                int
+	}{{"find", "crawls", 1}, {"update", "crawls", 1}, {"findAndModify", "organizations", 2}} {
+		if n := cmds.Count(c.command, c.collection); n != c.want {
+			t.Errorf("%d %s of %s, want %d", n, c.command, c.collection, c.want)
+		}
+	}
+	if c, err := m.GetCrawlByID(ctx, "c0"); err != nil || c.CrawlExecSeconds != each || !c.LastExecUpdate.Equal(at) {
+		t.Fatalf("crawl: %+v, %v", c, err)
 	}
 }

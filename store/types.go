@@ -398,7 +398,7 @@ type Crawl struct {
 	PageCounts `bson:",inline"`
 	// CrawlExecSeconds are the crawler-pod seconds counted for the crawl
 	// (upstream-2026 §6.4); LastExecUpdate (upstream's _lut) is when they
-	// were last counted, the compare-and-set value of ChargeCrawlExec.
+	// were last counted, the compare-and-set value of ChargeCrawlsExec.
 	CrawlExecSeconds int64      `bson:"crawlExecSeconds"`
 	LastExecUpdate   *time.Time `bson:"_lut,omitempty"`
 	// AutoPausedEmailsSent is set once the org's owners were told of the
