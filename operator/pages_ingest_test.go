@@ -63,10 +63,11 @@ func TestIngestPages(t *testing.T) {
 	if n := c.LLen(ctx, k.Pages()).Val(); n != 0 {
 		t.Errorf("%d records left after the drain", n)
 	}
+	writes := st.callCount("AddPages") - 1
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if len(st.pages) != pageBatch+11 || st.callCount("AddPages") != 1+2 {
-		t.Errorf("%d pages in %d writes, want %d in 2", len(st.pages), st.callCount("AddPages")-1, pageBatch+11)
+	if len(st.pages) != pageBatch+11 || writes != 2 {
+		t.Errorf("%d pages in %d writes, want %d in 2", len(st.pages), writes, pageBatch+11)
 	}
 	for _, p := range st.pages {
 		if p.OID != oid || p.CrawlID != testID {
