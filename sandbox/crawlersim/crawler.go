@@ -162,9 +162,14 @@ func (p *process) dial() func(ctx context.Context, network, addr string) (net.Co
 }
 
 // redisOptions routes connections through Options.Dial and leaves retries
-// to redisDo.
+// to redisDo. A reply is waited for however long it takes, as the
+// crawler's client waits: with a read timeout, a slow reply on a loaded
+// machine turned into a retry of a script that had already run (a second
+// pop from the queue, a page counted twice), and a crawl that ended one
+// page short.
 func (p *process) redisOptions(o *redis.Options) *redis.Options {
 	o.Dialer = p.dial()
+	o.ReadTimeout = -1
 	o.MaxRetries = -1
 	o.DialerRetries = 1
 	o.DialTimeout = time.Second
