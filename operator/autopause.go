@@ -89,6 +89,8 @@ func (c *Controller) chargeExecBatch(ctx context.Context, calls []*execCall) {
 		}
 	}
 	counting := slices.DeleteFunc(slices.Clone(calls), func(call *execCall) bool { return call.err != nil || call.answer != nil })
+	var orgErr error
+	owed := 0
 	for i, tick := range c.chargeCrawlsExec(ctx, counting) {
 		call := counting[i]
 		if tick.Err != nil {
@@ -96,9 +98,18 @@ func (c *Controller) chargeExecBatch(ctx context.Context, calls []*execCall) {
 			continue
 		}
 		call.answer = &execAnswer{LastUpdate: tick.LastUpdate}
+		if tick.OrgErr != nil {
+			orgErr = tick.OrgErr
+			owed++
+		}
 		if tick.Org != nil {
 			call.answer.PauseReason = quotaPauseReason(tick.Org, call.pending, call.now)
 		}
+	}
+	if orgErr != nil {
+		// The crawls are counted; their orgs get the seconds with their
+		// next charge, and the quota checks wait for it.
+		c.log.Warn("charging orgs exec seconds failed, owed to their next charge", "crawls", owed, "err", orgErr)
 	}
 }
 

@@ -18,12 +18,14 @@ import (
 // state transitions waited all the same. A batch is one read and one
 // write of its crawls (and one charge per org), and the charges that
 // arrive while the slots are busy wait for the next batch: the slower
-// the database, the larger the batches, the fewer the round trips. A
+// the database, the larger the batches, the fewer the round trips. The
+// bound keeps a batch's write short: a database that writes one thing
+// at a time (the sandbox's) holds every state transition behind it. A
 // charge that waits still counts every second since its crawl's last
 // count: under load the counts come later and larger, none is lost.
 const (
 	execChargeSlots = 2
-	execChargeBatch = 500
+	execChargeBatch = 100
 )
 
 // execCharges are the accounting ticks' store calls, run off the workers

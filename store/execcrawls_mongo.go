@@ -33,11 +33,16 @@ type ExecTick struct {
 	LastUpdate       time.Time
 	CrawlExecSeconds int64
 	// Org is the crawl's org after the charge (nil when nothing was
-	// charged), for the quota checks that follow a tick.
+	// charged, or when the org's charge failed), for the quota checks
+	// that follow a tick.
 	Org *Org
 	// Err is this charge's failure: NotFound("crawl_not_found"), or a
-	// database error.
+	// database error. Nothing was counted.
 	Err error
+	// OrgErr is the failure of the org's charge after the crawl was
+	// counted: the seconds are owed to the org and go with its next
+	// charge (orgCharges).
+	OrgErr error
 }
 
 // errCountedElsewhere answers the charges of a write that matched fewer
@@ -65,9 +70,10 @@ const orgChargeCalls = 8
 // Since charges nothing and writes nothing: it answers the stored clock,
 // or Now for a crawl never counted, whose first count then writes its
 // _lut. The caller has at most one charge of a crawl in flight (the
-// operator's leader is the only one counting). A crash between the
-// crawls' count and the orgs' charges leaves the orgs uncharged for that
-// tick: trawler undercharges rather than double charges.
+// operator's leader is the only one counting). An org charge that fails
+// after its crawls were counted is owed to the org's next charge
+// (OrgErr); a crash before that leaves the org uncharged for those
+// seconds: trawler undercharges rather than double charges.
 //
 // The ticks are in the charges' order.
 func (m *Mongo) ChargeCrawlsExec(ctx context.Context, charges []CrawlExecCharge) []ExecTick {
@@ -163,7 +169,7 @@ func (m *Mongo) writeExecCounts(ctx context.Context, counts []mongo.WriteModel) 
 
 // chargeOrgsExec charges each org the seconds its counted crawls brought,
 // as one charge per org and month, and gives each counted tick its org
-// afterwards (or the org charge's failure).
+// afterwards (or the org charge's failure, OrgErr).
 func (m *Mongo) chargeOrgsExec(ctx context.Context, charges []CrawlExecCharge, stored map[string]execClock, counted []int, ticks []ExecTick) {
 	type orgCharge struct {
 		now     time.Time
@@ -197,7 +203,7 @@ func (m *Mongo) chargeOrgsExec(ctx context.Context, charges []CrawlExecCharge, s
 			defer func() { <-slots }()
 			org, err := m.chargeOrgExec(ctx, key.oid, oc.now, oc.seconds)
 			for _, i := range oc.ticks {
-				ticks[i].Org, ticks[i].Err = org, err
+				ticks[i].Org, ticks[i].OrgErr = org, err
 			}
 		})
 	}

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,8 +18,18 @@ import (
 // gifted and the extra seconds gives the same parts as splitting its
 // terms one after the other. No charge waits for more than the write
 // before its own.
+//
+// A batch whose write failed is owed: its seconds go with the org's next
+// charge of that month. Its crawls' counts are already written (their
+// clocks moved), so counting them again would charge nothing: without
+// the debt the org would never be charged those seconds. The debt lives
+// in the leader's memory only; a leader change loses it (trawler
+// undercharges rather than double charges).
 type orgCharges struct {
 	openBatches[orgMonth, orgBatch]
+
+	owedMu sync.Mutex
+	owed   map[orgMonth]int64
 }
 
 // orgMonth keys a batch: one org's charges counted in one month.
@@ -47,16 +59,40 @@ func (oc *orgCharges) join(oid uuid.UUID, now time.Time, d int64) (orgMonth, *or
 	return key, b
 }
 
+// owe keeps the seconds of a failed write for key's next charge.
+func (oc *orgCharges) owe(key orgMonth, seconds int64) {
+	oc.owedMu.Lock()
+	defer oc.owedMu.Unlock()
+	if oc.owed == nil {
+		oc.owed = map[orgMonth]int64{}
+	}
+	oc.owed[key] += seconds
+}
+
+// takeOwed returns and clears key's debt.
+func (oc *orgCharges) takeOwed(key orgMonth) int64 {
+	oc.owedMu.Lock()
+	defer oc.owedMu.Unlock()
+	d := oc.owed[key]
+	delete(oc.owed, key)
+	return d
+}
+
 // chargeOrgExec charges d seconds counted at now to org oid and returns
 // the org afterwards, with the charges that arrived while the org's
-// previous write was in flight (orgCharges). The operator's leader is
-// the only writer of the counters; its writes to one org are serialised
-// by the org's lock, which quota updates take too.
+// previous write was in flight and the seconds of failed writes
+// (orgCharges). The operator's leader is the only writer of the
+// counters; its writes to one org are serialised by the org's lock,
+// which quota updates take too.
 func (m *Mongo) chargeOrgExec(ctx context.Context, oid uuid.UUID, now time.Time, d int64) (*Org, error) {
 	key, b := m.orgCharges.join(oid, now, d)
 	unlock := m.lockOrg(oid)
 	if m.orgCharges.seal(key, b) {
-		b.org, b.err = m.writeOrgExecCharge(ctx, oid, b.now, b.seconds)
+		seconds := b.seconds + m.orgCharges.takeOwed(key)
+		b.org, b.err = m.writeOrgExecCharge(ctx, oid, b.now, seconds)
+		if b.err != nil && !errors.Is(b.err, ErrNotFound) {
+			m.orgCharges.owe(key, seconds)
+		}
 		close(b.done)
 	}
 	unlock()

@@ -15,8 +15,8 @@ import (
 func charge(t *testing.T, m *mongotest.DB, id string, since *time.Time, at time.Time, seconds int64) store.ExecTick {
 	t.Helper()
 	tick := m.ChargeCrawlsExec(context.Background(), []store.CrawlExecCharge{{CrawlID: id, Since: since, Now: at, Seconds: seconds}})[0]
-	if tick.Err != nil {
-		t.Fatal(tick.Err)
+	if tick.Err != nil || tick.OrgErr != nil {
+		t.Fatal(tick.Err, tick.OrgErr)
 	}
 	return tick
 }
@@ -175,7 +175,7 @@ func TestChargeOrgExecCoalesces(t *testing.T) {
 		go func() {
 			tick := m.ChargeCrawlsExec(ctx, []store.CrawlExecCharge{{CrawlID: fmt.Sprintf("c%d", i), Since: &t0, Now: at, Seconds: each}})[0]
 			ticks <- tick
-			errs <- tick.Err
+			errs <- errors.Join(tick.Err, tick.OrgErr)
 		}()
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -267,5 +267,49 @@ func TestChargeCrawlsExecInOneWrite(t *testing.T) {
 	}
 	if c, err := m.GetCrawlByID(ctx, "c0"); err != nil || c.CrawlExecSeconds != each || !c.LastExecUpdate.Equal(at) {
 		t.Fatalf("crawl: %+v, %v", c, err)
+	}
+}
+
+// TestOrgChargeFailureIsOwed: an org charge that fails after its crawl was
+// counted leaves the crawl counted and its clock moved, and the seconds
+// go with the org's next charge: counting the crawl again would charge
+// nothing, so without the debt the org would never be charged them.
+func TestOrgChargeFailureIsOwed(t *testing.T) {
+	m := mongotest.Open(t)
+	org := mustOrg(t, m, "owed")
+	for _, id := range []string{"c1", "c2"} {
+		mustCrawl(t, m, mustWorkflow(t, m, org.ID, "wf-"+id, "https://example.com/"), id, now())
+	}
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	at := t0.Add(30 * time.Second)
+
+	// The org's write waits for its lock; the call's context ends
+	// meanwhile, so the write fails once the lock is free.
+	ctx, cancel := context.WithCancel(context.Background())
+	release := m.HoldOrgLock(org.ID)
+	ticks := make(chan store.ExecTick, 1)
+	go func() {
+		ticks <- m.ChargeCrawlsExec(ctx, []store.CrawlExecCharge{{CrawlID: "c1", Since: &t0, Now: at, Seconds: 30}})[0]
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for m.OpenOrgCharge(org.ID, at) != 30 {
+		if time.Now().After(deadline) {
+			release()
+			t.Fatal("the charge never reached the org")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	release()
+	tick := <-ticks
+	if tick.Err != nil || !tick.Counted || !tick.LastUpdate.Equal(at) || tick.OrgErr == nil || tick.Org != nil {
+		t.Fatalf("tick with a failed org charge: %+v", tick)
+	}
+	if o, err := m.GetOrg(context.Background(), org.ID); err != nil || o.CrawlExecSeconds["2026-12"] != 0 {
+		t.Fatalf("org charged %v before the debt was paid (%v)", o.CrawlExecSeconds, err)
+	}
+	next := charge(t, m, "c2", &t0, at.Add(10*time.Second), 40)
+	if next.Org == nil || next.Org.CrawlExecSeconds["2026-12"] != 70 {
+		t.Fatalf("org after the next charge: %+v, want the 30 owed + 40", next.Org)
 	}
 }
