@@ -182,7 +182,7 @@ func (m *Mongo) chargeOrgsExec(ctx context.Context, charges []CrawlExecCharge, s
 		if c.Seconds <= 0 {
 			continue
 		}
-		now := c.Now.UTC().Truncate(time.Second)
+		now := ticks[i].LastUpdate // the count's now, as written to _lut
 		key := orgMonth{oid: stored[c.CrawlID].OID, month: YearMonth(now)}
 		oc := byOrg[key]
 		if oc == nil {
