@@ -42,7 +42,7 @@ func BenchmarkBusyCrawls(b *testing.B) {
 	defer cancel()
 
 	var mongoWrites atomic.Int64
-	monitored := h.writeCountingStore(&mongoWrites)
+	monitored := h.writeCountingStore(&mongoWrites, &sync.Mutex{}, map[string]int64{})
 	cfg := stubConfig(h.config(), h.env.Redis.Addr())
 	deps := h.deps()
 	deps.Store = monitored

@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -56,7 +57,9 @@ func BenchmarkPauseResume(b *testing.B) {
 	// The operator's writes, counted: MongoDB's with a command monitor,
 	// the API server's at its client.
 	var mongoWrites atomic.Int64
-	monitored := h.writeCountingStore(&mongoWrites)
+	var mongoMu sync.Mutex
+	mongoCommands := map[string]int64{}
+	monitored := h.writeCountingStore(&mongoWrites, &mongoMu, mongoCommands)
 	var apiMu sync.Mutex
 	apiRequests := map[string]int64{}
 	rc := h.env.Config()
@@ -88,9 +91,11 @@ func BenchmarkPauseResume(b *testing.B) {
 		return err == nil && n == int64(len(ids))
 	})
 
+	phase := startPhase(&apiMu, apiRequests, &mongoMu, mongoCommands)
 	b.ResetTimer()
 	paused := h.timeAll(cs, false, store.StatePaused)
 	b.StopTimer()
+	b.Logf("pause: %s", phase.end())
 	// Paused, once their Redis pods are gone (RedisIdle): no writes at
 	// all, the accounting's included.
 	h.waitFor("the paused crawls' pods gone", 2*time.Minute, func() bool {
@@ -108,9 +113,11 @@ func BenchmarkPauseResume(b *testing.B) {
 		pausedAPI += pausedAPIKinds[key]
 	}
 	pausedMongo := mongoWrites.Load() - mongoBefore
+	phase = startPhase(&apiMu, apiRequests, &mongoMu, mongoCommands)
 	b.StartTimer()
 	resumed := h.timeAll(cs, true, store.StateRunning)
 	b.StopTimer()
+	b.Logf("resume: %s", phase.end())
 	b.Logf("pause -> paused: %s", summary(paused))
 	b.Logf("resume -> running: %s", summary(resumed))
 	b.Logf("paused, %v with the accounting every second: the operator's API writes %d %v, MongoDB writes %d",
@@ -127,6 +134,37 @@ const (
 	pausedSettle = 10 * time.Second
 	pausedWindow = 15 * time.Second
 )
+
+// phase is where the work of one step of the bench went: the CPU of every
+// process, the operator's API requests and its MongoDB commands.
+type phase struct {
+	cpu                    map[int]procCPU
+	apiMu, mongoMu         *sync.Mutex
+	api, mongo             map[string]int64
+	apiBefore, mongoBefore map[string]float64
+}
+
+func startPhase(apiMu *sync.Mutex, api map[string]int64, mongoMu *sync.Mutex, mongo map[string]int64) *phase {
+	return &phase{cpu: cpuByProcess(), apiMu: apiMu, mongoMu: mongoMu, api: api, mongo: mongo,
+		apiBefore: copyCounts(apiMu, api), mongoBefore: copyCounts(mongoMu, mongo)}
+}
+
+// end describes what the phase used.
+func (p *phase) end() string {
+	return fmt.Sprintf("CPU by process: %s; the operator's API requests: %s; its MongoDB commands: %s",
+		diffCPU(p.cpu, cpuByProcess()), diffCounts(p.apiBefore, copyCounts(p.apiMu, p.api)),
+		diffCounts(p.mongoBefore, copyCounts(p.mongoMu, p.mongo)))
+}
+
+func copyCounts(mu *sync.Mutex, counts map[string]int64) map[string]float64 {
+	mu.Lock()
+	defer mu.Unlock()
+	out := make(map[string]float64, len(counts))
+	for k, n := range counts {
+		out[k] = float64(n)
+	}
+	return out
+}
 
 // apiWrites copies the counts of requests that are not reads or watches.
 func apiWrites(mu *sync.Mutex, counts map[string]int64) map[string]int64 {
@@ -238,14 +276,18 @@ func (h *harness) timeAll(cs *crawlStates, resume bool, state string) []time.Dur
 }
 
 // writeCountingStore is a store for the operator that counts its MongoDB
-// writes in n; it is closed with the test.
-func (h *harness) writeCountingStore(n *atomic.Int64) *store.Mongo {
+// writes in n and all its commands by name in commands (under mu); it is
+// closed with the test.
+func (h *harness) writeCountingStore(n *atomic.Int64, mu *sync.Mutex, commands map[string]int64) *store.Mongo {
 	h.t.Helper()
 	monitored, err := store.Open(context.Background(), h.env.MongoURI(), h.dbName, store.WithCommandMonitor(&event.CommandMonitor{
 		Started: func(_ context.Context, e *event.CommandStartedEvent) {
 			if mongoWriteCommands[e.CommandName] {
 				n.Add(1)
 			}
+			mu.Lock()
+			commands[e.CommandName]++
+			mu.Unlock()
 		},
 	}))
 	if err != nil {

@@ -11,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/trawlerhq/trawler/k8s"
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
 	"github.com/trawlerhq/trawler/operator"
 	"github.com/trawlerhq/trawler/sandbox"
@@ -209,6 +213,10 @@ func benchScale(b *testing.B, n int) {
 	b.Logf("state change -> recorded: all %s; stop %s; cancel %s; scale %s; finish %s; not recorded within 2m: %v",
 		summary(all), summary(lat.get("stop")), summary(lat.get("cancel")), summary(lat.get("scale")),
 		summary(lat.get("finish")), lat.missed())
+	b.Logf("where stop and finish went (polled every 100 ms): stop: ask -> crawler done %s, -> pod exited %s, -> recorded %s; "+
+		"finish: crawler done -> pod exited %s, -> recorded %s", summary(lat.get("stop ask->crawler done")),
+		summary(lat.get("stop crawler done->pod exited")), summary(lat.get("stop pod exited->recorded")),
+		summary(lat.get("finish crawler done->pod exited")), summary(lat.get("finish pod exited->recorded")))
 	b.Logf("CPU used in the window by process: %s", busyRun.cpuByProcess)
 }
 
@@ -298,7 +306,7 @@ func (h *harness) stateChanges(ctx context.Context, fleet *crawlersim.Fleet, w *
 		}
 		time.Sleep(time.Until(start.Add(window * time.Duration(i) / time.Duration(total))))
 		wg.Go(func() {
-			d, ok := h.stateChange(ctx, fleet, w, kind, id)
+			d, ok := h.stateChange(ctx, fleet, w, kind, id, lat)
 			if !ok {
 				lat.missing(kind)
 				return
@@ -310,7 +318,7 @@ func (h *harness) stateChanges(ctx context.Context, fleet *crawlersim.Fleet, w *
 }
 
 // stateChange makes one state change and times it until recorded.
-func (h *harness) stateChange(ctx context.Context, fleet *crawlersim.Fleet, w *scaleWatch, kind, id string) (time.Duration, bool) {
+func (h *harness) stateChange(ctx context.Context, fleet *crawlersim.Fleet, w *scaleWatch, kind, id string, lat *latencies) (time.Duration, bool) {
 	const timeout = 2 * time.Minute
 	start := time.Now()
 	var err error
@@ -332,12 +340,56 @@ func (h *harness) stateChange(ctx context.Context, fleet *crawlersim.Fleet, w *s
 		at, ok := w.waitStatus(id, start, timeout, func(s trawlerv1.CrawlJobStatus) bool { return s.Scale == 2 })
 		return at.Sub(start), ok
 	}
+	t := stageTimes{}
+	pod := k8s.CrawlerName(id, 0)
 	deadline := start.Add(timeout)
-	for time.Now().Before(deadline) {
-		if c, err := h.store.GetCrawlByID(ctx, id); err == nil && slices.Contains(store.FinishedStates, c.State) {
-			return time.Since(start), true
+	for now := time.Now(); now.Before(deadline); now = time.Now() {
+		if ended, ok := fleet.EndedAt(id); ok && t.crawlerDone.IsZero() {
+			t.crawlerDone = ended
 		}
-		time.Sleep(50 * time.Millisecond)
+		if t.podExited.IsZero() {
+			p, err := h.kube.CoreV1().Pods(h.ns).Get(ctx, pod, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) || (err == nil && p.Status.Phase == corev1.PodSucceeded) {
+				t.podExited = now
+			}
+		}
+		if c, err := h.store.GetCrawlByID(ctx, id); err == nil && slices.Contains(store.FinishedStates, c.State) {
+			if kind != "cancel" {
+				h.t.Logf("%s %s recorded (%s) after %v: crawler done %s, pod exited %s after the ask", kind, id, c.State,
+					now.Sub(start).Round(time.Millisecond), t.since(t.crawlerDone, start), t.since(t.podExited, start))
+				t.add(lat, kind, start, now)
+			}
+			return now.Sub(start), true
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
+	st, _ := w.statusOf(id)
+	h.t.Logf("%s %s not recorded in %v: crawler done %v, pod exited %v after the ask; its status: state %q, finished %v, stopping %v",
+		kind, id, timeout, t.since(t.crawlerDone, start), t.since(t.podExited, start), st.State, st.Finished != nil, st.Stopping)
 	return 0, false
+}
+
+// stageTimes are when a stop or a finish passed the steps on its way to
+// recorded: the crawler said done, its pod exited.
+type stageTimes struct {
+	crawlerDone, podExited time.Time
+}
+
+func (t stageTimes) since(at, start time.Time) string {
+	if at.IsZero() {
+		return "never"
+	}
+	return at.Sub(start).Round(time.Millisecond).String()
+}
+
+// add records the steps' latencies under kind.
+func (t stageTimes) add(lat *latencies, kind string, start, recorded time.Time) {
+	if t.crawlerDone.IsZero() || t.podExited.IsZero() {
+		return
+	}
+	if kind == "stop" {
+		lat.add("stop ask->crawler done", t.crawlerDone.Sub(start))
+	}
+	lat.add(kind+" crawler done->pod exited", t.podExited.Sub(t.crawlerDone))
+	lat.add(kind+" pod exited->recorded", recorded.Sub(t.podExited))
 }

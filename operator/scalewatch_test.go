@@ -98,6 +98,14 @@ func (w *scaleWatch) touch() {
 	w.changed = make(chan struct{})
 }
 
+// statusOf returns the last status seen of a crawl.
+func (w *scaleWatch) statusOf(id string) (trawlerv1.CrawlJobStatus, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st, ok := w.status[id]
+	return st, ok
+}
+
 // states counts the CrawlJobs by status state.
 func (w *scaleWatch) states() map[string]int {
 	w.mu.Lock()

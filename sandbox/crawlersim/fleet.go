@@ -36,6 +36,7 @@ type Fleet struct {
 
 	mu      sync.Mutex
 	crawls  map[string]*fleetCrawl
+	endedAt map[string]time.Time     // when an instance of a crawl last said done
 	clients map[string]*redis.Client // by server address
 	busy    func(crawlID string) bool
 }
@@ -111,7 +112,7 @@ func NewFleet(opts FleetOptions) *Fleet {
 	if opts.Batch <= 0 {
 		opts.Batch = 500
 	}
-	return &Fleet{opts: opts, crawls: map[string]*fleetCrawl{}, clients: map[string]*redis.Client{},
+	return &Fleet{opts: opts, crawls: map[string]*fleetCrawl{}, endedAt: map[string]time.Time{}, clients: map[string]*redis.Client{},
 		busy: func(string) bool { return false }}
 }
 
@@ -368,6 +369,9 @@ func (f *Fleet) end(ctx context.Context, ins []*fleetInstance, lastPage bool) er
 		if _, err := pipe.Exec(ctx); err != nil {
 			return fmt.Errorf("fleet: ending %s: %w", in.uid, err)
 		}
+		f.mu.Lock()
+		f.endedAt[in.crawl.id] = time.Now()
+		f.mu.Unlock()
 		in.exit <- 0
 	}
 	return nil
@@ -437,6 +441,14 @@ func (f *Fleet) PagesAt(crawlID string, n int64) (time.Time, bool) {
 	}
 	m := cr.doneAt[n%pageMarks]
 	return m.at, m.n == n && !m.at.IsZero()
+}
+
+// EndedAt returns when an instance of the crawl last said done.
+func (f *Fleet) EndedAt(crawlID string) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	at, ok := f.endedAt[crawlID]
+	return at, ok
 }
 
 // Running counts the instances that have written "running".
