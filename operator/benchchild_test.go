@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -180,7 +181,7 @@ func runChildOperator() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := servePprof(os.Getenv(childPprof)); err != nil {
+	if err := servePprof(os.Getenv(childPprof), reg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -229,9 +230,9 @@ func countMongoWrites(mu *sync.Mutex, counts map[string]int64) store.Option {
 	}
 }
 
-// servePprof serves net/http/pprof on a loopback port and writes its
-// address to file.
-func servePprof(file string) error {
+// servePprof serves net/http/pprof and the operator's metrics (reg) on a
+// loopback port and writes its address to file.
+func servePprof(file string, reg *prometheus.Registry) error {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -239,6 +240,7 @@ func servePprof(file string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	go func() { _ = http.Serve(l, mux) }()
 	return os.WriteFile(file, []byte(l.Addr().String()), 0o644)
 }

@@ -218,6 +218,7 @@ func benchScale(b *testing.B, n int) {
 		summary(lat.get("stop crawler done->pod exited")), summary(lat.get("stop pod exited->recorded")),
 		summary(lat.get("finish crawler done->pod exited")), summary(lat.get("finish pod exited->recorded")))
 	b.Logf("CPU used in the window by process: %s", busyRun.cpuByProcess)
+	b.Logf("the operator's latencies in the window: %s", busyRun.latencies)
 }
 
 // crawlRoles are what the harness does with each crawl: a tenth are busy

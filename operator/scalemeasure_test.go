@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -20,7 +21,15 @@ type scaleRun struct {
 	op           map[string]int64   // the operator's own requests
 	mongo        map[string]int64   // the operator's MongoDB writes by command
 	cpuByProcess string
+	// latencies are the operator's own: its queues' waits, its syncs,
+	// its MongoDB commands (from its histograms).
+	latencies string
 }
+
+// operatorHistograms are the child operator's histograms the scale bench
+// reports.
+var operatorHistograms = []string{"workqueue_queue_duration_seconds", "trawler_operator_reconcile_duration_seconds",
+	"trawler_mongo_command_duration_seconds"}
 
 // measureScale measures the operator over window while during (if set)
 // runs; during gets a channel closed when the window ends.
@@ -28,6 +37,7 @@ func (h *harness) measureScale(child *childOperator, window time.Duration, durin
 	api0, op0, mongo0 := h.apiServerRequests(), child.requests(), child.mongoWrites()
 	rss, cpu0 := child.usage()
 	procs := cpuByProcess()
+	hist0, histErr := child.histograms(operatorHistograms...)
 	stop := make(chan struct{})
 	if during != nil {
 		during(stop)
@@ -52,6 +62,12 @@ func (h *harness) measureScale(child *childOperator, window time.Duration, durin
 	r.rss = max(r.rss, rss)
 	r.cpu = cpu1 - cpu0
 	r.cpuByProcess = diffCPU(procs, cpuByProcess())
+	hist1, err := child.histograms(operatorHistograms...)
+	if err = errors.Join(histErr, err); err != nil {
+		r.latencies = "unread: " + err.Error()
+	} else {
+		r.latencies = hist1.since(hist0)
+	}
 	for k, v := range h.apiServerRequests() {
 		if d := v - api0[k]; d > 0 {
 			r.api[k] = d
