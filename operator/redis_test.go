@@ -259,11 +259,20 @@ func TestPollerRoundsKicksAndStop(t *testing.T) {
 	cfg.RedisPollInterval = time.Hour
 	cfg.RedisTimeout = 5 * time.Second
 	dial := cfg.RedisDialer
-	dialing, release := make(chan struct{}, 10), make(chan struct{})
+	// Each dial sends the phase it began in: a dial of "a"'s that the
+	// client began before it was closed may still arrive during "b"'s
+	// phase, and must not pass for "b"'s.
+	var phase atomic.Int32
+	phase.Store(1)
+	dialing := make(chan int32, 100)
+	var release atomic.Pointer[chan struct{}]
+	first := make(chan struct{})
+	release.Store(&first)
 	cfg.RedisDialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		dialing <- struct{}{}
+		gate := *release.Load()
+		dialing <- phase.Load()
 		select {
-		case <-release:
+		case <-gate:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -278,7 +287,7 @@ func TestPollerRoundsKicksAndStop(t *testing.T) {
 	ps.ensure(ctx, "a", cj, redisControl{}, "")
 	<-dialing
 	ps.ensure(ctx, "a", cj, redisControl{Stopping: true}, "")
-	close(release)
+	close(first)
 	if !eventually(5*time.Second, func() bool { return c.Get(ctx, k.Stopping()).Val() == "1" }) {
 		t.Fatal("the control that came during a round was not asserted by the next one")
 	}
@@ -290,22 +299,23 @@ func TestPollerRoundsKicksAndStop(t *testing.T) {
 		t.Fatal("an idle poller did not end when stopped")
 	}
 
-	// A stop during a round waits for that round. The dials of "a"'s
-	// rounds after the release left tokens behind: drop them, or the wait
-	// below could take one of them for "b"'s dial.
-	for len(dialing) > 0 {
-		<-dialing
-	}
-	release = make(chan struct{})
+	// A stop during a round waits for that round.
+	second := make(chan struct{})
+	release.Store(&second)
+	phase.Store(2)
 	ps.ensure(ctx, "b", cj, redisControl{}, "")
-	<-dialing
+	for p := range dialing {
+		if p == 2 {
+			break
+		}
+	}
 	done := ps.stop("b")
 	select {
 	case <-done:
 		t.Fatal("the poller ended while its round was still running")
 	default:
 	}
-	close(release)
+	close(second)
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
