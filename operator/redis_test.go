@@ -259,27 +259,29 @@ func TestPollerRoundsKicksAndStop(t *testing.T) {
 	cfg.RedisPollInterval = time.Hour
 	cfg.RedisTimeout = 5 * time.Second
 	dial := cfg.RedisDialer
-	// Each dial sends the phase it began in: a dial of "a"'s that the
+	// Each dial sends the gate it waits at: a dial of "a"'s that the
 	// client began before it was closed may still arrive during "b"'s
-	// phase, and must not pass for "b"'s.
-	var phase atomic.Int32
-	phase.Store(1)
-	dialing := make(chan int32, 100)
+	// phase, and must not pass for "b"'s. A dial waits for its gate even
+	// when its context ends: the stop cancels the round's context, and a
+	// round whose dial returned at that would end before the test looks.
+	// The test's end releases them all.
+	dialing, over := make(chan chan struct{}, 100), make(chan struct{})
 	var release atomic.Pointer[chan struct{}]
 	first := make(chan struct{})
 	release.Store(&first)
 	cfg.RedisDialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		gate := *release.Load()
-		dialing <- phase.Load()
+		dialing <- gate
 		select {
 		case <-gate:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		case <-over:
+			return nil, net.ErrClosed
 		}
 		return dial(ctx, network, addr)
 	}
 	ctx := context.Background()
 	ps := quietPollers(t, cfg)
+	t.Cleanup(func() { close(over) }) // runs before quietPollers' stopAll
 	cj := newJob(1)
 	k := crawlredis.Keys(testID)
 
@@ -302,10 +304,9 @@ func TestPollerRoundsKicksAndStop(t *testing.T) {
 	// A stop during a round waits for that round.
 	second := make(chan struct{})
 	release.Store(&second)
-	phase.Store(2)
 	ps.ensure(ctx, "b", cj, redisControl{}, "")
-	for p := range dialing {
-		if p == 2 {
+	for gate := range dialing {
+		if gate == second {
 			break
 		}
 	}
