@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,8 +40,8 @@ func BenchmarkBusyCrawls(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	var mongoWrites atomic.Int64
-	monitored := h.writeCountingStore(&mongoWrites, &sync.Mutex{}, map[string]int64{})
+	mongoCommands := &commandCounts{n: map[string]int64{}}
+	monitored := h.commandCountingStore(mongoCommands)
 	cfg := stubConfig(h.config(), h.env.Redis.Addr())
 	deps := h.deps()
 	deps.Store = monitored
@@ -115,7 +114,7 @@ func BenchmarkBusyCrawls(b *testing.B) {
 		})
 	}
 	b.ResetTimer()
-	status0, mongo0 := statusWrites(), mongoWrites.Load()
+	status0, mongo0 := statusWrites(), mongoCommands.writes()
 	start := time.Now()
 
 	// Meanwhile, state changes: an instance goes to pending-wait and back
@@ -145,7 +144,7 @@ func BenchmarkBusyCrawls(b *testing.B) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
-	status1, mongo1 := statusWrites(), mongoWrites.Load()
+	status1, mongo1 := statusWrites(), mongoCommands.writes()
 	b.StopTimer()
 	cancel()
 	<-crawling

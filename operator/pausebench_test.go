@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,10 +55,8 @@ func BenchmarkPauseResume(b *testing.B) {
 	h.env.Kubelet.Register(redisImage, shared.Program(h.env.Kubelet.DNS()))
 	// The operator's writes, counted: MongoDB's with a command monitor,
 	// the API server's at its client.
-	var mongoWrites atomic.Int64
-	var mongoMu sync.Mutex
-	mongoCommands := map[string]int64{}
-	monitored := h.writeCountingStore(&mongoWrites, &mongoMu, mongoCommands)
+	mongoCommands := &commandCounts{n: map[string]int64{}}
+	monitored := h.commandCountingStore(mongoCommands)
 	var apiMu sync.Mutex
 	apiRequests := map[string]int64{}
 	rc := h.env.Config()
@@ -91,7 +88,7 @@ func BenchmarkPauseResume(b *testing.B) {
 		return err == nil && n == int64(len(ids))
 	})
 
-	phase := startPhase(&apiMu, apiRequests, &mongoMu, mongoCommands)
+	phase := startPhase(&apiMu, apiRequests, mongoCommands)
 	b.ResetTimer()
 	paused := h.timeAll(cs, false, store.StatePaused)
 	b.StopTimer()
@@ -104,7 +101,7 @@ func BenchmarkPauseResume(b *testing.B) {
 	})
 	time.Sleep(pausedSettle)
 	apiBefore := apiWrites(&apiMu, apiRequests)
-	mongoBefore := mongoWrites.Load()
+	mongoBefore := mongoCommands.writes()
 	time.Sleep(pausedWindow)
 	pausedAPIKinds := apiWrites(&apiMu, apiRequests)
 	var pausedAPI int64
@@ -112,8 +109,8 @@ func BenchmarkPauseResume(b *testing.B) {
 		pausedAPIKinds[key] = n - apiBefore[key]
 		pausedAPI += pausedAPIKinds[key]
 	}
-	pausedMongo := mongoWrites.Load() - mongoBefore
-	phase = startPhase(&apiMu, apiRequests, &mongoMu, mongoCommands)
+	pausedMongo := mongoCommands.writes() - mongoBefore
+	phase = startPhase(&apiMu, apiRequests, mongoCommands)
 	b.StartTimer()
 	resumed := h.timeAll(cs, true, store.StateRunning)
 	b.StopTimer()
@@ -139,21 +136,22 @@ const (
 // process, the operator's API requests and its MongoDB commands.
 type phase struct {
 	cpu                    map[int]procCPU
-	apiMu, mongoMu         *sync.Mutex
-	api, mongo             map[string]int64
+	apiMu                  *sync.Mutex
+	api                    map[string]int64
+	mongo                  *commandCounts
 	apiBefore, mongoBefore map[string]float64
 }
 
-func startPhase(apiMu *sync.Mutex, api map[string]int64, mongoMu *sync.Mutex, mongo map[string]int64) *phase {
-	return &phase{cpu: cpuByProcess(), apiMu: apiMu, mongoMu: mongoMu, api: api, mongo: mongo,
-		apiBefore: copyCounts(apiMu, api), mongoBefore: copyCounts(mongoMu, mongo)}
+func startPhase(apiMu *sync.Mutex, api map[string]int64, mongo *commandCounts) *phase {
+	return &phase{cpu: cpuByProcess(), apiMu: apiMu, api: api, mongo: mongo,
+		apiBefore: copyCounts(apiMu, api), mongoBefore: copyCounts(&mongo.mu, mongo.n)}
 }
 
 // end describes what the phase used.
 func (p *phase) end() string {
 	return fmt.Sprintf("CPU by process: %s; the operator's API requests: %s; its MongoDB commands: %s",
 		diffCPU(p.cpu, cpuByProcess()), diffCounts(p.apiBefore, copyCounts(p.apiMu, p.api)),
-		diffCounts(p.mongoBefore, copyCounts(p.mongoMu, p.mongo)))
+		diffCounts(p.mongoBefore, copyCounts(&p.mongo.mu, p.mongo.n)))
 }
 
 func copyCounts(mu *sync.Mutex, counts map[string]int64) map[string]float64 {
@@ -275,19 +273,34 @@ func (h *harness) timeAll(cs *crawlStates, resume bool, state string) []time.Dur
 	return took
 }
 
-// writeCountingStore is a store for the operator that counts its MongoDB
-// writes in n and all its commands by name in commands (under mu); it is
-// closed with the test.
-func (h *harness) writeCountingStore(n *atomic.Int64, mu *sync.Mutex, commands map[string]int64) *store.Mongo {
+// commandCounts are the MongoDB commands a store sent, by name.
+type commandCounts struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+// writes sums the commands that write.
+func (c *commandCounts) writes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var sum int64
+	for name, n := range c.n {
+		if mongoWriteCommands[name] {
+			sum += n
+		}
+	}
+	return sum
+}
+
+// commandCountingStore is a store for the operator that counts its
+// MongoDB commands in counts; it is closed with the test.
+func (h *harness) commandCountingStore(counts *commandCounts) *store.Mongo {
 	h.t.Helper()
 	monitored, err := store.Open(context.Background(), h.env.MongoURI(), h.dbName, store.WithCommandMonitor(&event.CommandMonitor{
 		Started: func(_ context.Context, e *event.CommandStartedEvent) {
-			if mongoWriteCommands[e.CommandName] {
-				n.Add(1)
-			}
-			mu.Lock()
-			commands[e.CommandName]++
-			mu.Unlock()
+			counts.mu.Lock()
+			counts.n[e.CommandName]++
+			counts.mu.Unlock()
 		},
 	}))
 	if err != nil {

@@ -341,23 +341,26 @@ func (h *harness) stateChange(ctx context.Context, fleet *crawlersim.Fleet, w *s
 		at, ok := w.waitStatus(id, start, timeout, func(s trawlerv1.CrawlJobStatus) bool { return s.Scale == 2 })
 		return at.Sub(start), ok
 	}
+	// A cancel deletes the pods at once: only a stop's and a finish's
+	// steps are timed.
+	staged := kind != "cancel"
 	t := stageTimes{}
 	pod := k8s.CrawlerName(id, 0)
 	deadline := start.Add(timeout)
 	for now := time.Now(); now.Before(deadline); now = time.Now() {
-		if ended, ok := fleet.EndedAt(id); ok && t.crawlerDone.IsZero() {
+		if ended, ok := fleet.EndedAt(id); ok && staged && t.crawlerDone.IsZero() {
 			t.crawlerDone = ended
 		}
-		if t.podExited.IsZero() {
+		if staged && t.podExited.IsZero() {
 			p, err := h.kube.CoreV1().Pods(h.ns).Get(ctx, pod, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) || (err == nil && p.Status.Phase == corev1.PodSucceeded) {
 				t.podExited = now
 			}
 		}
 		if c, err := h.store.GetCrawlByID(ctx, id); err == nil && slices.Contains(store.FinishedStates, c.State) {
-			if kind != "cancel" {
+			if staged {
 				h.t.Logf("%s %s recorded (%s) after %v: crawler done %s, pod exited %s after the ask", kind, id, c.State,
-					now.Sub(start).Round(time.Millisecond), t.since(t.crawlerDone, start), t.since(t.podExited, start))
+					now.Sub(start).Round(time.Millisecond), sinceAsk(t.crawlerDone, start), sinceAsk(t.podExited, start))
 				t.add(lat, kind, start, now)
 			}
 			return now.Sub(start), true
@@ -366,7 +369,7 @@ func (h *harness) stateChange(ctx context.Context, fleet *crawlersim.Fleet, w *s
 	}
 	st, _ := w.statusOf(id)
 	h.t.Logf("%s %s not recorded in %v: crawler done %v, pod exited %v after the ask; its status: state %q, finished %v, stopping %v",
-		kind, id, timeout, t.since(t.crawlerDone, start), t.since(t.podExited, start), st.State, st.Finished != nil, st.Stopping)
+		kind, id, timeout, sinceAsk(t.crawlerDone, start), sinceAsk(t.podExited, start), st.State, st.Finished != nil, st.Stopping)
 	return 0, false
 }
 
@@ -376,7 +379,8 @@ type stageTimes struct {
 	crawlerDone, podExited time.Time
 }
 
-func (t stageTimes) since(at, start time.Time) string {
+// sinceAsk says how long after the ask (start) a step came, or never.
+func sinceAsk(at, start time.Time) string {
 	if at.IsZero() {
 		return "never"
 	}
