@@ -44,7 +44,7 @@ func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.Cr
 		if o.Redis != nil && o.Redis.Reachable {
 			call.pending = o.Redis.Size
 		}
-		c.exec.start(ctx, call, p.Exec.Wait, func() { c.queue.Add(key) })
+		c.exec.start(ctx, call, p.Exec.Wait, func() { c.enqueue(key, "exec-charged") })
 	}
 	if !p.Exec.Wait {
 		return nil, nil

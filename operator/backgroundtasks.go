@@ -75,7 +75,7 @@ func (c *Controller) retryInBackground(ctx context.Context, key, task, what, cra
 			cancel()
 			if err == nil {
 				c.background.markDone(task)
-				c.queue.Add(key)
+				c.enqueue(key, "task-done")
 				return
 			}
 			delay := backoff(time.Second, attempt, 30*time.Second)

@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -8,44 +9,48 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/trawlerhq/trawler/sandbox/metricstest"
 )
 
-// histograms are the child operator's histograms, by "metric{label}", as
-// cumulative counts per upper bound.
-type histograms map[string][]bucket
+// operatorMetrics are the child operator's histograms, as cumulative
+// counts per upper bound, and its counters, each by "metric{labels}".
+type operatorMetrics struct {
+	hist   map[string][]bucket
+	counts map[string]float64
+}
 
 type bucket struct {
 	le    float64
 	count float64
 }
 
-// histograms scrapes the child's /metrics and keeps the histograms named,
-// keyed by name and label values.
-func (c *childOperator) histograms(names ...string) (histograms, error) {
+// metrics scrapes the child's /metrics and keeps the histograms and
+// counters named, keyed by name and label values.
+func (c *childOperator) metrics(names ...string) (operatorMetrics, error) {
+	out := operatorMetrics{hist: map[string][]bucket{}, counts: map[string]float64{}}
 	addr, err := os.ReadFile(c.pprof)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	resp, err := http.Get("http://" + string(addr) + "/metrics")
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	defer resp.Body.Close()
 	g, err := metricstest.Parse(resp.Body)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	families, err := g.Gather()
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	out := histograms{}
 	for _, mf := range families {
-		if mf.GetType() != dto.MetricType_HISTOGRAM || !slices.Contains(names, mf.GetName()) {
+		if !slices.Contains(names, mf.GetName()) {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -54,27 +59,35 @@ func (c *childOperator) histograms(names ...string) (histograms, error) {
 				values = append(values, l.GetValue())
 			}
 			key := mf.GetName() + "{" + strings.Join(values, ",") + "}"
+			if mf.GetType() == dto.MetricType_COUNTER {
+				out.counts[key] = m.GetCounter().GetValue()
+				continue
+			}
+			if mf.GetType() != dto.MetricType_HISTOGRAM {
+				continue
+			}
 			var bs []bucket
 			for _, b := range m.GetHistogram().GetBucket() {
 				bs = append(bs, bucket{le: b.GetUpperBound(), count: float64(b.GetCumulativeCount())})
 			}
 			bs = append(bs, bucket{le: math.Inf(1), count: float64(m.GetHistogram().GetSampleCount())})
-			out[key] = bs
+			out.hist[key] = bs
 		}
 	}
 	return out, nil
 }
 
-// since describes what was observed between before and h: per histogram
-// with observations, their number and the p50 and p99 estimated as
-// Prometheus' histogram_quantile does (linearly inside a bucket).
-func (h histograms) since(before histograms) string {
+// since describes what was observed in the window between before and m:
+// per histogram with observations, their number and the p50 and p99
+// estimated as Prometheus' histogram_quantile does (linearly inside a
+// bucket); per counter that moved, its increase and rate, largest first.
+func (m operatorMetrics) since(before operatorMetrics, window time.Duration) string {
 	var out []string
-	for _, key := range slices.Sorted(maps.Keys(h)) {
-		bs := slices.Clone(h[key])
+	for _, key := range slices.Sorted(maps.Keys(m.hist)) {
+		bs := slices.Clone(m.hist[key])
 		for i := range bs {
-			if i < len(before[key]) {
-				bs[i].count -= before[key][i].count
+			if i < len(before.hist[key]) {
+				bs[i].count -= before.hist[key][i].count
 			}
 		}
 		n := bs[len(bs)-1].count
@@ -82,6 +95,16 @@ func (h histograms) since(before histograms) string {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s n=%g p50 %s p99 %s", key, n, seconds(quantile(0.5, bs)), seconds(quantile(0.99, bs))))
+	}
+	moved := map[string]float64{}
+	for key, v := range m.counts {
+		if d := v - before.counts[key]; d > 0 {
+			moved[key] = d
+		}
+	}
+	keys := slices.SortedFunc(maps.Keys(moved), func(a, b string) int { return cmp.Compare(moved[b], moved[a]) })
+	for _, key := range keys {
+		out = append(out, fmt.Sprintf("%s +%g (%.1f/s)", key, moved[key], moved[key]/window.Seconds()))
 	}
 	return strings.Join(out, "; ")
 }

@@ -199,11 +199,11 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
 	}{
-		{jobInf.Informer(), c.jobHandler(c.queue)},
-		{profInf.Informer(), c.jobHandler(c.profileQueue)},
-		{podInf.Informer(), c.childHandler()},
-		{pvcInf.Informer(), c.childHandler()},
-		{cmInf.Informer(), c.childHandler()},
+		{jobInf.Informer(), jobHandler("crawljob", c.enqueue)},
+		{profInf.Informer(), jobHandler("profilejob", func(key, _ string) { c.profileQueue.Add(key) })},
+		{podInf.Informer(), c.childHandler("pod")},
+		{pvcInf.Informer(), c.childHandler("pvc")},
+		{cmInf.Informer(), c.childHandler("configmap")},
 	}
 	for _, h := range handlers {
 		if _, err := h.inf.AddEventHandler(h.h); err != nil {
@@ -302,44 +302,49 @@ func (c *Controller) processNextItem(ctx context.Context, q workqueue.TypedRateL
 	return true
 }
 
-// jobHandler enqueues CrawlJobs or ProfileJobs on every change but a
-// CrawlJob's own progress write (progressEcho); resyncs come through as
-// updates with the same version and are the safety net.
-func (c *Controller) jobHandler(q workqueue.TypedRateLimitingInterface[string]) cache.ResourceEventHandler {
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			q.Add(key)
+// jobHandler enqueues CrawlJobs or ProfileJobs (kind) on every change
+// but a CrawlJob's own progress write (progressEcho); resyncs come
+// through as updates with the same version and are the safety net. The
+// cause passed to add is the kind and the event, "crawljob-update".
+func jobHandler(kind string, add func(key, cause string)) cache.ResourceEventHandler {
+	enqueue := func(event string) func(obj any) {
+		return func(obj any) {
+			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+				add(key, kind+"-"+event)
+			}
 		}
 	}
+	update := enqueue("update")
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue,
+		AddFunc: enqueue("add"),
 		UpdateFunc: func(old, obj any) {
 			if !progressEcho(old, obj) {
-				enqueue(obj)
+				update(obj)
 			}
 		},
-		DeleteFunc: enqueue,
+		DeleteFunc: enqueue("delete"),
 	}
 }
 
-// childHandler maps a pod, PVC or ConfigMap event to its owning job.
-func (c *Controller) childHandler() cache.ResourceEventHandler {
+// childHandler maps an event of a pod, PVC or ConfigMap (kind) to its
+// owning job.
+func (c *Controller) childHandler(kind string) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueueOwner,
+		AddFunc: func(obj any) { c.enqueueOwner(obj, kind+"-add") },
 		UpdateFunc: func(old, cur any) {
 			if old.(metav1.Object).GetResourceVersion() == cur.(metav1.Object).GetResourceVersion() {
 				return // a resync; the owner's own resync covers it
 			}
-			c.enqueueOwner(cur)
+			c.enqueueOwner(cur, kind+"-update")
 		},
-		DeleteFunc: c.enqueueOwner,
+		DeleteFunc: func(obj any) { c.enqueueOwner(obj, kind+"-delete") },
 	}
 }
 
 // enqueueOwner follows the controller reference (checking the UID, so a
 // child of a deleted job with the same name is ignored) and falls back to
 // the crawl label for a ConfigMap created just before its CrawlJob.
-func (c *Controller) enqueueOwner(obj any) {
+func (c *Controller) enqueueOwner(obj any, cause string) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
@@ -352,7 +357,7 @@ func (c *Controller) enqueueOwner(obj any) {
 	switch {
 	case ref != nil && ref.Kind == "CrawlJob" && ref.APIVersion == trawlerv1.SchemeGroupVersion.String():
 		if cj, err := c.jobs.CrawlJobs(ns).Get(ref.Name); err == nil && cj.UID == ref.UID {
-			c.queue.Add(ns + "/" + ref.Name)
+			c.enqueue(ns+"/"+ref.Name, cause)
 		}
 	case ref != nil && ref.Kind == "ProfileJob" && ref.APIVersion == trawlerv1.SchemeGroupVersion.String():
 		if pj, err := c.profiles.ProfileJobs(ns).Get(ref.Name); err == nil && pj.UID == ref.UID {
@@ -360,28 +365,42 @@ func (c *Controller) enqueueOwner(obj any) {
 		}
 	case ref == nil:
 		if _, isCM := obj.(*corev1.ConfigMap); isCM && o.GetLabels()[k8s.LabelCrawl] != "" {
-			c.queue.Add(ns + "/" + k8s.CrawlJobName(o.GetLabels()[k8s.LabelCrawl]))
+			c.enqueue(ns+"/"+k8s.CrawlJobName(o.GetLabels()[k8s.LabelCrawl]), cause)
 		}
 	}
 }
 
 // wake is how a poller asks for a sync: at once when what it saw may
-// change a decision, and for progress alone on the progress queue when
-// the write budget allows the next progress write (one sync per stats
-// interval, not one per poll).
-func (c *Controller) wake(key string, progressOnly bool) {
-	if progressOnly {
+// change a decision (change names it), and for progress alone on the
+// progress queue when the write budget allows the next progress write
+// (one sync per stats interval, not one per poll).
+func (c *Controller) wake(key, change string) {
+	if change == "" {
 		c.progress.queue.AddAfter(key, c.budget.wait(key, c.clock.Now()))
 		return
 	}
+	c.enqueue(key, change)
+}
+
+// enqueue asks for a sync of a CrawlJob on the state queue, counting the
+// cause (trawler_operator_crawljob_wakes_total): what fills the queue
+// that stops and finishes wait in.
+func (c *Controller) enqueue(key, cause string) {
+	c.telemetry.woke(cause)
 	c.queue.Add(key)
+}
+
+// enqueueAfter is enqueue after a delay.
+func (c *Controller) enqueueAfter(key string, d time.Duration, cause string) {
+	c.telemetry.woke(cause)
+	c.queue.AddAfter(key, d)
 }
 
 // enqueuePodOwner enqueues the job owning a pod (the usage watcher calls
 // it when the pod's usage moved enough).
 func (c *Controller) enqueuePodOwner(pod string) {
 	if p, err := c.pods.Pods(c.cfg.Namespace).Get(pod); err == nil {
-		c.enqueueOwner(p)
+		c.enqueueOwner(p, "usage")
 	}
 }
 

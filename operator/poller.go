@@ -22,9 +22,10 @@ type pollers struct {
 	store CrawlStore
 	clock clock.PassiveClock
 	log   *slog.Logger
-	// notify asks for a sync of key; progressOnly says only the crawl's
-	// progress (pages, size) changed.
-	notify func(key string, progressOnly bool)
+	// notify asks for a sync of key; change names what changed that may
+	// change a decision (redisState.decisionChange), "" when only the
+	// crawl's progress (pages, size) did.
+	notify func(key, change string)
 
 	mu sync.Mutex
 	m  map[string]*poller // by job key
@@ -32,7 +33,7 @@ type pollers struct {
 	closed bool
 }
 
-func newPollers(cfg Config, st CrawlStore, clk clock.PassiveClock, log *slog.Logger, notify func(key string, progressOnly bool)) *pollers {
+func newPollers(cfg Config, st CrawlStore, clk clock.PassiveClock, log *slog.Logger, notify func(key, change string)) *pollers {
 	return &pollers{cfg: cfg, store: st, clock: clk, log: log, notify: notify, m: map[string]*poller{}}
 }
 
@@ -347,7 +348,7 @@ func (p *poller) publish(next func(prev *redisState) *redisState) bool {
 	}
 	p.mu.Unlock()
 	if changed {
-		p.ps.notify(p.key, st.sameDecisions(prev))
+		p.ps.notify(p.key, st.decisionChange(prev))
 	}
 	return changed
 }

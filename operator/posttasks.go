@@ -21,7 +21,7 @@ func (c *Controller) startPostCrawlTasks(ctx context.Context, key string, cj *tr
 		c.finishTasks(ctx, key, job, hasRedis)
 		if ctx.Err() == nil {
 			c.background.markDone(key)
-			c.queue.Add(key)
+			c.enqueue(key, "task-done")
 		}
 	})
 }

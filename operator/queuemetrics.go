@@ -24,7 +24,10 @@ var _ workqueue.MetricsProvider = queueMetrics{}
 
 func newQueueMetrics() queueMetrics {
 	name := []string{"name"}
-	buckets := prometheus.ExponentialBuckets(10e-6, 10, 8) // 10 µs .. 100 s
+	// Three buckets a decade, 10 µs .. 100 s: client-go's own decades
+	// cannot tell a 1 s wait from a 9 s one, which is the difference
+	// between a stop that meets its target and one that does not.
+	buckets := prometheus.ExponentialBucketsRange(10e-6, 100, 22)
 	return queueMetrics{
 		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "workqueue_depth", Help: "Current depth of the workqueue.",

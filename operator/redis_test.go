@@ -165,9 +165,9 @@ func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
 	st := newMemStore()
 	st.addCrawl(testID)
 	var wakes, progressWakes atomic.Int32
-	ps := newPollers(cfg, st, clock.RealClock{}, slog.Default(), func(_ string, progressOnly bool) {
+	ps := newPollers(cfg, st, clock.RealClock{}, slog.Default(), func(_, change string) {
 		wakes.Add(1)
-		if progressOnly {
+		if change == "" {
 			progressWakes.Add(1)
 		}
 	})
@@ -245,7 +245,7 @@ func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
 func quietPollers(t *testing.T, cfg Config) *pollers {
 	st := newMemStore()
 	st.addCrawl(testID)
-	ps := newPollers(cfg, st, clock.RealClock{}, slog.Default(), func(string, bool) {})
+	ps := newPollers(cfg, st, clock.RealClock{}, slog.Default(), func(string, string) {})
 	t.Cleanup(ps.stopAll)
 	return ps
 }

@@ -34,19 +34,30 @@ type redisState struct {
 
 // equal reports whether two states are the same.
 func (s *redisState) equal(o *redisState) bool {
-	return s.sameDecisions(o) && (s == nil || (s.PagesDone == o.PagesDone && s.PagesFound == o.PagesFound && s.Size == o.Size))
+	return s.decisionChange(o) == "" && (s == nil || (s.PagesDone == o.PagesDone && s.PagesFound == o.PagesFound && s.Size == o.Size))
 }
 
-// sameDecisions reports whether two states would lead to the same
-// decisions, that is whether they differ at most in progress (pages and
-// size), which the poller then reports within the write budget.
-func (s *redisState) sameDecisions(o *redisState) bool {
-	if s == nil || o == nil {
-		return s == o
+// decisionChange names what differs between two states that may lead to
+// other decisions, "" when they differ at most in progress (pages and
+// size), which the poller then reports within the write budget. The name
+// labels the wake it causes (trawler_operator_crawljob_wakes_total).
+func (s *redisState) decisionChange(o *redisState) string {
+	switch {
+	case s == nil || o == nil:
+		if s == o {
+			return ""
+		}
+		return "redis-first"
+	case s.Reachable != o.Reachable || (!s.Reachable && !s.Since.Equal(o.Since)):
+		return "redis-reachable"
+	case s.PendingFiles != o.PendingFiles || s.FilesAdded != o.FilesAdded || s.FilesAddedSize != o.FilesAddedSize:
+		return "redis-files"
+	case !maps.Equal(s.Statuses, o.Statuses):
+		return "redis-statuses"
+	case !maps.Equal(s.StopOne, o.StopOne):
+		return "redis-stopone"
 	}
-	return s.Reachable == o.Reachable && s.PendingFiles == o.PendingFiles && s.FilesAdded == o.FilesAdded &&
-		s.FilesAddedSize == o.FilesAddedSize && maps.Equal(s.Statuses, o.Statuses) &&
-		maps.Equal(s.StopOne, o.StopOne) && (s.Reachable || s.Since.Equal(o.Since))
+	return ""
 }
 
 // redisControl is what the operator wants asserted in a crawl's Redis. The

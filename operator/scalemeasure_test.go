@@ -22,14 +22,15 @@ type scaleRun struct {
 	mongo        map[string]int64   // the operator's MongoDB writes by command
 	cpuByProcess string
 	// latencies are the operator's own: its queues' waits, its syncs,
-	// its MongoDB commands (from its histograms).
+	// its MongoDB commands (from its histograms), and the causes of its
+	// state queue's wakes.
 	latencies string
 }
 
-// operatorHistograms are the child operator's histograms the scale bench
-// reports.
-var operatorHistograms = []string{"workqueue_queue_duration_seconds", "trawler_operator_reconcile_duration_seconds",
-	"trawler_mongo_command_duration_seconds"}
+// operatorMetricNames are the child operator's histograms and counters
+// the scale bench reports.
+var operatorMetricNames = []string{"workqueue_queue_duration_seconds", "trawler_operator_reconcile_duration_seconds",
+	"trawler_mongo_command_duration_seconds", "trawler_operator_crawljob_wakes_total"}
 
 // measureScale measures the operator over window while during (if set)
 // runs; during gets a channel closed when the window ends.
@@ -37,7 +38,7 @@ func (h *harness) measureScale(child *childOperator, window time.Duration, durin
 	api0, op0, mongo0 := h.apiServerRequests(), child.requests(), child.mongoWrites()
 	rss, cpu0 := child.usage()
 	procs := cpuByProcess()
-	hist0, histErr := child.histograms(operatorHistograms...)
+	metrics0, metricsErr := child.metrics(operatorMetricNames...)
 	stop := make(chan struct{})
 	if during != nil {
 		during(stop)
@@ -62,11 +63,11 @@ func (h *harness) measureScale(child *childOperator, window time.Duration, durin
 	r.rss = max(r.rss, rss)
 	r.cpu = cpu1 - cpu0
 	r.cpuByProcess = diffCPU(procs, cpuByProcess())
-	hist1, err := child.histograms(operatorHistograms...)
-	if err = errors.Join(histErr, err); err != nil {
+	metrics1, err := child.metrics(operatorMetricNames...)
+	if err = errors.Join(metricsErr, err); err != nil {
 		r.latencies = "unread: " + err.Error()
 	} else {
-		r.latencies = hist1.since(hist0)
+		r.latencies = metrics1.since(metrics0, r.window)
 	}
 	for k, v := range h.apiServerRequests() {
 		if d := v - api0[k]; d > 0 {

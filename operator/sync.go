@@ -98,7 +98,7 @@ func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) er
 		requeue = minPositive(requeue, later)
 	}
 	if requeue > 0 {
-		c.queue.AddAfter(key, requeue)
+		c.enqueueAfter(key, requeue, "requeue")
 	}
 	return errors.Join(errs...)
 }
@@ -147,7 +147,7 @@ func (c *Controller) wrapUp(ctx context.Context, key string, cj *trawlerv1.Crawl
 	}
 	if !p.Teardown {
 		// The crawl just ended: tear down from the next sync on.
-		c.queue.Add(key)
+		c.enqueue(key, "ended")
 	}
 	if !meta.IsStatusConditionTrue(st.Conditions, CondFinishTasks) {
 		// The post-crawl tasks drain the crawl's Redis (error lines,

@@ -23,6 +23,7 @@ import (
 //	trawler_operator_reconcile_duration_seconds{queue}  one sync of a key
 //	trawler_operator_reconcile_errors_total{queue}      syncs that failed (retried)
 //	trawler_operator_crawljob_status_writes_total{result}  CrawlJob status updates
+//	trawler_operator_crawljob_wakes_total{cause}        requests to sync a CrawlJob on the state queue
 //	trawler_operator_crawljobs{state}                   CrawlJobs by crawl state
 //	trawler_operator_pods{role,phase}                   pods it manages
 //	trawler_operator_pvcs{role}                         PVCs it manages
@@ -31,6 +32,7 @@ type Telemetry struct {
 	reconcile       *prometheus.HistogramVec
 	reconcileErrors *prometheus.CounterVec
 	statusWrites    *prometheus.CounterVec
+	wakes           *prometheus.CounterVec
 	queues          queueMetrics
 	// running is the controller whose caches the gauges read (nil: none
 	// runs, as on a replica that does not lead).
@@ -53,9 +55,13 @@ func NewTelemetry(reg prometheus.Registerer) (*Telemetry, error) {
 			Name: "trawler_operator_crawljob_status_writes_total",
 			Help: "CrawlJob status updates sent to the Kubernetes API, by result (ok, conflict: another write came first, gone: the CrawlJob was deleted, error).",
 		}, []string{"result"}),
+		wakes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trawler_operator_crawljob_wakes_total",
+			Help: "Requests to sync a CrawlJob on the state queue (repeats of a key already queued included), by cause: an event of the CrawlJob or a child (crawljob-update, pod-update, ...), a change the crawl's Redis showed (redis-statuses, ...), a requeue, a store answer or a background task done.",
+		}, []string{"cause"}),
 		queues: newQueueMetrics(),
 	}
-	for _, c := range []prometheus.Collector{t.reconcile, t.reconcileErrors, t.statusWrites, managedCollector{t}} {
+	for _, c := range []prometheus.Collector{t.reconcile, t.reconcileErrors, t.statusWrites, t.wakes, managedCollector{t}} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering operator metrics: %w", err)
 		}
@@ -113,6 +119,14 @@ func (t *Telemetry) statusWritten(err error) {
 		result = "error"
 	}
 	t.statusWrites.WithLabelValues(result).Inc()
+}
+
+// woke counts one request to sync a CrawlJob on the state queue.
+func (t *Telemetry) woke(cause string) {
+	if t == nil {
+		return
+	}
+	t.wakes.WithLabelValues(cause).Inc()
 }
 
 // runs makes c the controller the gauges read, until the returned func is

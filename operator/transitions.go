@@ -89,7 +89,7 @@ func (c *Controller) transitionAnswers(ctx context.Context, key string, cj *traw
 		detached := c.calls.m[key] == call
 		c.calls.mu.Unlock()
 		if detached {
-			c.queue.Add(key)
+			c.enqueue(key, "store-answered")
 		}
 	})
 	t := time.NewTimer(transitionWait)
