@@ -77,11 +77,15 @@ type Controller struct {
 	synced         []cache.InformerSynced
 
 	// queue holds state work; progress alone has a lane of its own
-	// (progressqueue.go).
+	// (progressqueue.go), and so do the informers' resyncs.
 	queue        workqueue.TypedRateLimitingInterface[string]
 	profileQueue workqueue.TypedRateLimitingInterface[string]
 	progress     *progressLane
-	// locks keeps a job's syncs from the two queues apart.
+	// resync holds the CrawlJobs the informer's periodic resync hands
+	// over, all of them at once: in the state queue, 10,000 of them every
+	// resync period would stand between a crawl and its stop.
+	resync workqueue.TypedRateLimitingInterface[string]
+	// locks keeps a job's syncs from the three queues apart.
 	locks keyLocks
 	// calls are state transitions the store is slow to answer.
 	calls transitionCalls
@@ -177,6 +181,8 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "crawljobs", Clock: c.clock, MetricsProvider: c.telemetry.queueProvider()})
+	c.resync = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "crawljob-resync", Clock: c.clock, MetricsProvider: c.telemetry.queueProvider()})
 	c.profileQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "profilejobs", Clock: c.clock, MetricsProvider: c.telemetry.queueProvider()})
 	progressClient := deps.ProgressTrawler
@@ -199,8 +205,8 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
 	}{
-		{jobInf.Informer(), jobHandler("crawljob", c.enqueue)},
-		{profInf.Informer(), jobHandler("profilejob", func(key, _ string) { c.profileQueue.Add(key) })},
+		{jobInf.Informer(), jobHandler("crawljob", c.enqueue, c.resync.Add)},
+		{profInf.Informer(), jobHandler("profilejob", func(key, _ string) { c.profileQueue.Add(key) }, c.profileQueue.Add)},
 		{podInf.Informer(), c.childHandler("pod")},
 		{pvcInf.Informer(), c.childHandler("pvc")},
 		{cmInf.Informer(), c.childHandler("configmap")},
@@ -219,6 +225,7 @@ func (c *Controller) Run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
 	defer c.progress.queue.ShutDown()
+	defer c.resync.ShutDown()
 	defer c.profileQueue.ShutDown()
 	defer c.pollers.stopAll()
 	if c.broadcaster != nil {
@@ -245,6 +252,10 @@ func (c *Controller) Run(ctx context.Context) {
 	for range c.cfg.ProgressWorkers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.progressWorker(syncProgress), time.Second) })
 	}
+	syncResync := c.telemetry.timed("crawljob-resync", c.sync)
+	for range resyncWorkers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.resync, syncResync), time.Second) })
+	}
 	wg.Go(func() { c.progressStore.run(ctx) })
 	wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.profileQueue, syncProfile), time.Second) })
 	if c.usage != nil {
@@ -256,6 +267,7 @@ func (c *Controller) Run(ctx context.Context) {
 	c.pollers.stopAll()
 	c.queue.ShutDown()
 	c.progress.queue.ShutDown()
+	c.resync.ShutDown()
 	c.profileQueue.ShutDown()
 	wg.Wait()
 	c.calls.wg.Wait()
@@ -302,11 +314,17 @@ func (c *Controller) processNextItem(ctx context.Context, q workqueue.TypedRateL
 	return true
 }
 
-// jobHandler enqueues CrawlJobs or ProfileJobs (kind) on every change
-// but a CrawlJob's own progress write (progressEcho); resyncs come
-// through as updates with the same version and are the safety net. The
-// cause passed to add is the kind and the event, "crawljob-update".
-func jobHandler(kind string, add func(key, cause string)) cache.ResourceEventHandler {
+// resyncWorkers sync the CrawlJobs of a resync. A safety net needs no
+// haste: with a backlog, the queue holds each key once and the period
+// stretches, while state work keeps its own workers.
+const resyncWorkers = 2
+
+// jobHandler enqueues CrawlJobs or ProfileJobs (kind) with add on every
+// change but a CrawlJob's own progress write (progressEcho), and with
+// resync on the informer's resyncs (updates with the same version), the
+// safety net. The cause passed to add is the kind and the event,
+// "crawljob-update".
+func jobHandler(kind string, add func(key, cause string), resync func(key string)) cache.ResourceEventHandler {
 	enqueue := func(event string) func(obj any) {
 		return func(obj any) {
 			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -318,7 +336,12 @@ func jobHandler(kind string, add func(key, cause string)) cache.ResourceEventHan
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue("add"),
 		UpdateFunc: func(old, obj any) {
-			if !progressEcho(old, obj) {
+			switch {
+			case old.(metav1.Object).GetResourceVersion() == obj.(metav1.Object).GetResourceVersion():
+				if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+					resync(key)
+				}
+			case !progressEcho(old, obj):
 				update(obj)
 			}
 		},

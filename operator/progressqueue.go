@@ -15,7 +15,8 @@ import (
 	"github.com/trawlerhq/trawler/k8s/generated/clientset/versioned"
 )
 
-// Two classes of work share the CrawlJobs. State work (informer events,
+// Two classes of work share the CrawlJobs. State work (informer events
+// but the periodic resync, which has a queue of its own, controller.go;
 // the poller's decisions, time-based rules, state changes, child creates
 // and deletes) goes through the main queue and its workers with the main
 // client. Progress alone (pages, size, the pod view) goes through a queue
@@ -58,8 +59,8 @@ func newProgressLane(cfg Config, client versioned.Interface, clk clock.WithTicke
 	}
 }
 
-// keyLocks serializes the syncs of one job across the two queues (each
-// queue alone never runs a key twice at once).
+// keyLocks serializes the syncs of one job across the queues (state,
+// progress, resync; each queue alone never runs a key twice at once).
 type keyLocks struct {
 	mu sync.Mutex
 	m  map[string]*keyLock

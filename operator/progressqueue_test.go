@@ -43,3 +43,31 @@ func TestProgressEcho(t *testing.T) {
 		t.Error("a ProfileJob taken for a CrawlJob's echo")
 	}
 }
+
+func TestJobHandlerRoutesResyncsApart(t *testing.T) {
+	old := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1))
+	old.ResourceVersion = "10"
+	tests := []struct {
+		name       string
+		edit       func(*trawlerv1.CrawlJob)
+		wantCause  string // "" no state wake
+		wantResync bool
+	}{
+		{"a resync", func(j *trawlerv1.CrawlJob) {}, "", true},
+		{"a progress echo", func(j *trawlerv1.CrawlJob) { j.ResourceVersion, j.Status.PagesDone = "11", 5 }, "", false},
+		{"a stop", func(j *trawlerv1.CrawlJob) { j.ResourceVersion, j.Spec.Stopping = "11", true }, "crawljob-update", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cause string
+			var resynced bool
+			h := jobHandler("crawljob", func(key, c string) { cause = c }, func(string) { resynced = true })
+			cur := old.DeepCopy()
+			tt.edit(cur)
+			h.OnUpdate(old, cur)
+			if cause != tt.wantCause || resynced != tt.wantResync {
+				t.Errorf("state wake %q, resync %v; want %q, %v", cause, resynced, tt.wantCause, tt.wantResync)
+			}
+		})
+	}
+}

@@ -33,7 +33,7 @@ func (c *Controller) syncProgress(ctx context.Context, key string) error {
 // get, finalizer, observe, decide, then the I/O the plan asks for (state
 // transitions in the store, children, the poller), then the status,
 // assembled once from all of that and written once, and what follows
-// from a crawl's end (failure report, post-crawl tasks, release). Both
+// from a crawl's end (failure report, post-crawl tasks, release). All
 // queues run the same pass, one at a time per job; the class only says
 // who writes a status that changed in progress alone (see writeStatus).
 func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) error {
