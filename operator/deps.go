@@ -73,8 +73,12 @@ type CrawlStore interface {
 	// has ended) and per-pod views in one bulk write; nil leaves either as
 	// it is.
 	RecordCrawlsProgress(ctx context.Context, progress []store.CrawlProgress) (int64, error)
-	// AddCrawlFiles records WACZ files, each at most once per filename.
-	AddCrawlFiles(ctx context.Context, crawlID string, files []store.CrawlFile) (store.FileResult, error)
+	// PushCrawlFiles records WACZ files, each at most once per filename,
+	// leaving the org's bytesStored to RecomputeOrgBytesStored.
+	PushCrawlFiles(ctx context.Context, crawlID string, files []store.CrawlFile) (store.FileResult, error)
+	// RecomputeOrgBytesStored sets the org's bytesStored from all its
+	// items (a scan of them).
+	RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) error
 	// AddCrawlErrors records error lines seq, seq+1, ... at most once.
 	AddCrawlErrors(ctx context.Context, crawlID string, seq int64, lines []string) error
 	// AddOperatorCrawlErrors records the operator's own lines about a

@@ -147,10 +147,10 @@ func (m *memStore) RecordCrawlsProgress(_ context.Context, progress []store.Craw
 	return matched, nil
 }
 
-func (m *memStore) AddCrawlFiles(_ context.Context, id string, files []store.CrawlFile) (store.FileResult, error) {
+func (m *memStore) PushCrawlFiles(_ context.Context, id string, files []store.CrawlFile) (store.FileResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.enter("AddCrawlFiles"); err != nil {
+	if err := m.enter("PushCrawlFiles"); err != nil {
 		return store.FileResult{}, err
 	}
 	c, err := m.crawl(id)
@@ -167,6 +167,14 @@ func (m *memStore) AddCrawlFiles(_ context.Context, id string, files []store.Cra
 		}
 	}
 	return store.FileResult{Added: added, FileCount: c.FileCount, FileSize: c.FileSize}, nil
+}
+
+// RecomputeOrgBytesStored is only counted: no test of the fake reads an
+// org's bytesStored.
+func (m *memStore) RecomputeOrgBytesStored(context.Context, uuid.UUID) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.enter("RecomputeOrgBytesStored")
 }
 
 func (m *memStore) AddCrawlErrors(_ context.Context, id string, seq int64, lines []string) error {

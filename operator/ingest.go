@@ -43,6 +43,13 @@ type ingester struct {
 	// reported them.
 	filesAdded, filesAddedSize int64
 	totalsKnown                bool
+
+	// bytesStale says files were recorded since the org's bytesStored
+	// was last recomputed (orgBytes); bytesRetry is when to try again
+	// after bytesFails failures.
+	bytesStale bool
+	bytesRetry time.Time
+	bytesFails int
 }
 
 func newIngester(cj *trawlerv1.CrawlJob, st CrawlStore, timeout time.Duration, log *slog.Logger) *ingester {
@@ -105,7 +112,7 @@ func (in *ingester) record(ctx context.Context, raws []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, in.timeout)
 	defer cancel()
-	res, err := in.store.AddCrawlFiles(ctx, in.id, files)
+	res, err := in.store.PushCrawlFiles(ctx, in.id, files)
 	if errors.Is(err, store.ErrNotFound) {
 		in.log.Warn("crawl document missing, files not recorded", "crawl", in.id, "files", len(files))
 		return nil
@@ -114,7 +121,34 @@ func (in *ingester) record(ctx context.Context, raws []string) error {
 		return fmt.Errorf("recording %d files: %w", len(files), err)
 	}
 	in.filesAdded, in.filesAddedSize, in.totalsKnown = int64(res.FileCount), res.FileSize, true
+	if res.Added > 0 {
+		in.bytesStale = true
+	}
 	return nil
+}
+
+// orgBytes recomputes the org's bytesStored once files were recorded. It
+// is not part of recording them: the recomputation scans all the org's
+// items, seconds with thousands of crawls on a busy database, and a
+// crawl's end must not wait for it (it waits for its files). The poller
+// runs it after publishing what it recorded; a failure is retried with
+// backoff, and a crawl's post-crawl tasks recompute it again anyway.
+func (in *ingester) orgBytes(ctx context.Context, now time.Time) {
+	if !in.bytesStale || now.Before(in.bytesRetry) {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, in.timeout)
+	err := in.store.RecomputeOrgBytesStored(sctx, in.oid)
+	cancel()
+	switch {
+	case err == nil || errors.Is(err, store.ErrNotFound):
+		in.bytesStale, in.bytesFails = false, 0
+	case ctx.Err() == nil:
+		in.bytesFails++
+		delay := backoff(time.Second, in.bytesFails, 30*time.Second)
+		in.bytesRetry = now.Add(delay)
+		in.log.Warn("recomputing the org's stored bytes failed, will retry", "crawl", in.id, "in", delay, "err", err)
+	}
 }
 
 // crawlFile reads a crawls-done message; unusable ones are dropped.

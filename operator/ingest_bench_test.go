@@ -64,7 +64,7 @@ func BenchmarkRecord100Files(b *testing.B) {
 			client.RPush(ctx, crawlredis.CrawlsDone, doneMsg(fmt.Sprintf("http://s3:9000/bucket/%s/%s-%03d.wacz", org.ID, id, f), 1000))
 		}
 		in := newIngester(newJob(1, func(cj *trawlerv1.CrawlJob) {
-			cj.Spec.ID, cj.Spec.StoragePath = id, org.ID.String()+"/"
+			cj.Spec.ID, cj.Spec.OID, cj.Spec.StoragePath = id, org.ID.String(), org.ID.String()+"/"
 		}), st, 10*time.Second, slog.Default())
 		start := time.Now()
 		for {
@@ -79,6 +79,7 @@ func BenchmarkRecord100Files(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		in.orgBytes(ctx, time.Now())
 		total += time.Since(start)
 		client.Close()
 		c, err := st.GetCrawlByID(ctx, id)

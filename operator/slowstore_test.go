@@ -48,9 +48,9 @@ func (s slowStore) RecordCrawlsProgress(ctx context.Context, progress []store.Cr
 	return s.CrawlStore.RecordCrawlsProgress(ctx, progress)
 }
 
-func (s slowStore) AddCrawlFiles(ctx context.Context, id string, files []store.CrawlFile) (store.FileResult, error) {
+func (s slowStore) PushCrawlFiles(ctx context.Context, id string, files []store.CrawlFile) (store.FileResult, error) {
 	s.wait(ctx, id)
-	return s.CrawlStore.AddCrawlFiles(ctx, id, files)
+	return s.CrawlStore.PushCrawlFiles(ctx, id, files)
 }
 
 func (s slowStore) AddCrawlErrors(ctx context.Context, id string, seq int64, lines []string) error {

@@ -204,20 +204,9 @@ func (m *Mongo) AddCrawlFile(ctx context.Context, crawlID string, f CrawlFile) (
 	return m.AddCrawlFiles(ctx, crawlID, []CrawlFile{f})
 }
 
-// AddCrawlFiles records finished WACZ files on the crawl, each at most
-// once per filename; files, fileCount and fileSize change together in one
-// single-document update, so a replayed or concurrent call for the same
-// files changes nothing. The org's bytesStored is then recomputed once,
-// also on a replay (a crash may have come between the two writes).
-//
-// The write is conditional on fileCount being unchanged since the read (a
-// compare-and-set, retried if another process added a file in between).
-// The obvious filter {"files.filename": {$nin: names}} is not used:
-// FerretDB v1 matches $ne on arrays of subdocuments even when the file is
-// there (see TestConformance/QuirkNeOnArrayOfSubdocs).
-//
-// Errors: NotFound("crawl_not_found"); Conflict("crawl_file_contention")
-// if the compare-and-set kept losing.
+// AddCrawlFiles records finished WACZ files on the crawl (PushCrawlFiles),
+// then recomputes the org's bytesStored once, also on a replay (a crash
+// may have come between the two writes).
 func (m *Mongo) AddCrawlFiles(ctx context.Context, crawlID string, files []CrawlFile) (FileResult, error) {
 	res, oid, err := m.pushCrawlFiles(ctx, crawlID, files)
 	if err != nil {
@@ -229,8 +218,27 @@ func (m *Mongo) AddCrawlFiles(ctx context.Context, crawlID string, files []Crawl
 	return res, nil
 }
 
-// pushCrawlFiles is AddCrawlFiles's write to the crawl document; it
-// returns the crawl's org too.
+// PushCrawlFiles records finished WACZ files on the crawl, each at most
+// once per filename; files, fileCount and fileSize change together in one
+// single-document update, so a replayed or concurrent call for the same
+// files changes nothing. The org's bytesStored is left as it is: the
+// caller recomputes it (RecomputeOrgBytesStored), which scans all the
+// org's items, when a scan's wait does not hold anything up.
+//
+// The write is conditional on fileCount being unchanged since the read (a
+// compare-and-set, retried if another process added a file in between).
+// The obvious filter {"files.filename": {$nin: names}} is not used:
+// FerretDB v1 matches $ne on arrays of subdocuments even when the file is
+// there (see TestConformance/QuirkNeOnArrayOfSubdocs).
+//
+// Errors: NotFound("crawl_not_found"); Conflict("crawl_file_contention")
+// if the compare-and-set kept losing.
+func (m *Mongo) PushCrawlFiles(ctx context.Context, crawlID string, files []CrawlFile) (FileResult, error) {
+	res, _, err := m.pushCrawlFiles(ctx, crawlID, files)
+	return res, err
+}
+
+// pushCrawlFiles is PushCrawlFiles, returning the crawl's org too.
 func (m *Mongo) pushCrawlFiles(ctx context.Context, crawlID string, files []CrawlFile) (FileResult, uuid.UUID, error) {
 	defer m.lockCrawl(crawlID)()
 	read := options.FindOne().SetProjection(bson.M{"oid": 1, "files.filename": 1, "fileCount": 1, "fileSize": 1})

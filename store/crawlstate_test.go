@@ -254,6 +254,33 @@ func TestAddCrawlFileCountsBytesStored(t *testing.T) {
 	}
 }
 
+// TestPushCrawlFilesLeavesBytesStored: PushCrawlFiles records the files
+// (once each) without the org's scan; RecomputeOrgBytesStored then counts
+// them.
+func TestPushCrawlFilesLeavesBytesStored(t *testing.T) {
+	m := mongotest.Open(t)
+	ctx := context.Background()
+	org := mustOrg(t, m, "org")
+	wf := mustWorkflow(t, m, org.ID, "wf", "https://a.example/")
+	mustCrawl(t, m, wf, "c", now())
+	f := store.CrawlFile{Filename: "oid/c-0.wacz", Size: 10}
+	for i, want := range []int{1, 0} {
+		res, err := m.PushCrawlFiles(ctx, "c", []store.CrawlFile{f})
+		if err != nil || res.Added != want || res.FileCount != 1 || res.FileSize != 10 {
+			t.Fatalf("push %d: %+v, %v; want %d added of 1 file, 10 bytes", i, res, err, want)
+		}
+	}
+	if o, err := m.GetOrg(ctx, org.ID); err != nil || o.BytesStored != 0 {
+		t.Fatalf("after the push: bytesStored %d, %v; want 0 until recomputed", o.BytesStored, err)
+	}
+	if err := m.RecomputeOrgBytesStored(ctx, org.ID); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := m.GetOrg(ctx, org.ID); err != nil || o.BytesStored != 10 {
+		t.Fatalf("recomputed: bytesStored %d, %v; want 10", o.BytesStored, err)
+	}
+}
+
 // TestPresignedURLCache: links are cached on the files once the file list
 // is final, never while the operator may still add files.
 func TestPresignedURLCache(t *testing.T) {
