@@ -16,7 +16,7 @@ import (
 )
 
 // Two classes of work share the CrawlJobs. State work (informer events
-// but the periodic resync, which has a queue of its own, controller.go;
+// but the periodic resync, which has a queue of its own, handlers.go;
 // the poller's decisions, time-based rules, state changes, child creates
 // and deletes) goes through the main queue and its workers with the main
 // client. Progress alone (pages, size, the pod view) goes through a queue
