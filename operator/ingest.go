@@ -120,10 +120,9 @@ func (in *ingester) record(ctx context.Context, raws []string) error {
 	if err != nil {
 		return fmt.Errorf("recording %d files: %w", len(files), err)
 	}
-	in.filesAdded, in.filesAddedSize, in.totalsKnown = int64(res.FileCount), res.FileSize, true
-	if res.Added > 0 {
-		in.bytesStale = true
-	}
+	// Recomputed after a replay too (nothing added): a crash may have
+	// come between the files' record and the recomputation.
+	in.filesAdded, in.filesAddedSize, in.totalsKnown, in.bytesStale = int64(res.FileCount), res.FileSize, true, true
 	return nil
 }
 
