@@ -45,11 +45,10 @@ type ingester struct {
 	totalsKnown                bool
 
 	// bytesStale says files were recorded since the org's bytesStored
-	// was last recomputed (orgBytes); bytesRetry is when to try again
-	// after bytesFails failures.
+	// was last recomputed (orgBytes); bytesRetry spaces the tries while
+	// the recomputation fails.
 	bytesStale bool
-	bytesRetry time.Time
-	bytesFails int
+	bytesRetry retryGate
 }
 
 func newIngester(cj *trawlerv1.CrawlJob, st CrawlStore, timeout time.Duration, log *slog.Logger) *ingester {
@@ -133,7 +132,7 @@ func (in *ingester) record(ctx context.Context, raws []string) error {
 // runs it after publishing what it recorded; a failure is retried with
 // backoff, and a crawl's post-crawl tasks recompute it again anyway.
 func (in *ingester) orgBytes(ctx context.Context, now time.Time) {
-	if !in.bytesStale || now.Before(in.bytesRetry) {
+	if !in.bytesStale || !in.bytesRetry.due(now) {
 		return
 	}
 	sctx, cancel := context.WithTimeout(ctx, in.timeout)
@@ -141,11 +140,10 @@ func (in *ingester) orgBytes(ctx context.Context, now time.Time) {
 	cancel()
 	switch {
 	case err == nil || errors.Is(err, store.ErrNotFound):
-		in.bytesStale, in.bytesFails = false, 0
+		in.bytesStale = false
+		in.bytesRetry.succeeded()
 	case ctx.Err() == nil:
-		in.bytesFails++
-		delay := backoff(time.Second, in.bytesFails, 30*time.Second)
-		in.bytesRetry = now.Add(delay)
+		delay := in.bytesRetry.failed(now, time.Second, 30*time.Second)
 		in.log.Warn("recomputing the org's stored bytes failed, will retry", "crawl", in.id, "in", delay, "err", err)
 	}
 }

@@ -167,9 +167,9 @@ type poller struct {
 	pods  string
 	quiet int
 
-	failures   int
-	storeRetry time.Time
-	storeFails int
+	failures int
+	// storeRetry spaces the records while the store fails.
+	storeRetry retryGate
 }
 
 // setControl changes what the poller asserts, polling at once if it or
@@ -316,7 +316,7 @@ func pollDelay(interval, idle time.Duration, quiet int) time.Duration {
 // record writes files, errors and pages to the store, backing off while the
 // store fails. It returns the number of unrecorded files.
 func (p *poller) record(ctx context.Context, s snapshot) int {
-	if p.ps.clock.Now().Before(p.storeRetry) {
+	if !p.storeRetry.due(p.ps.clock.Now()) {
 		return int(s.DoneLen)
 	}
 	pending, err := p.in.files(ctx, p.client, s)
@@ -327,12 +327,10 @@ func (p *poller) record(ctx context.Context, s snapshot) int {
 		err = p.in.pages(ctx, p.client, s)
 	}
 	if err != nil && ctx.Err() == nil {
-		p.storeFails++
-		delay := backoff(500*time.Millisecond, p.storeFails, 10*time.Second)
-		p.storeRetry = p.ps.clock.Now().Add(delay)
+		delay := p.storeRetry.failed(p.ps.clock.Now(), 500*time.Millisecond, 10*time.Second)
 		p.ps.log.Warn("recording crawl files and errors failed, will retry", "crawl", p.id, "in", delay, "err", err)
 	} else {
-		p.storeFails = 0
+		p.storeRetry.succeeded()
 	}
 	return pending
 }
@@ -353,6 +351,28 @@ func (p *poller) publish(next func(prev *redisState) *redisState) bool {
 	}
 	return changed
 }
+
+// retryGate spaces the tries of a step while it fails: each failure
+// doubles the wait before the next try (backoff).
+type retryGate struct {
+	at    time.Time
+	fails int
+}
+
+// due reports whether the step may be tried at now.
+func (g *retryGate) due(now time.Time) bool { return !now.Before(g.at) }
+
+// failed counts a failure at now and returns the wait before the next
+// try, from base up to limit.
+func (g *retryGate) failed(now time.Time, base, limit time.Duration) time.Duration {
+	g.fails++
+	d := backoff(base, g.fails, limit)
+	g.at = now.Add(d)
+	return d
+}
+
+// succeeded starts the waits from base again.
+func (g *retryGate) succeeded() { g.fails = 0 }
 
 // backoff doubles base per failure beyond the first, up to limit.
 func backoff(base time.Duration, failures int, limit time.Duration) time.Duration {
