@@ -252,7 +252,7 @@ func (c *Controller) Run(ctx context.Context) {
 	for range c.cfg.ProgressWorkers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.progressWorker(syncProgress), time.Second) })
 	}
-	syncResync := c.telemetry.timed("crawljob-resync", c.sync)
+	syncResync := c.telemetry.timed("crawljob-resync", c.syncResync)
 	for range resyncWorkers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.resync, syncResync), time.Second) })
 	}

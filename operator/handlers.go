@@ -95,7 +95,7 @@ func (c *Controller) enqueueOwner(obj any, cause string) {
 // (one sync per stats interval, not one per poll).
 func (c *Controller) wake(key, change string) {
 	if change == "" {
-		c.progress.queue.AddAfter(key, c.budget.wait(key, c.clock.Now()))
+		c.enqueueProgress(key, c.budget.wait(key, c.clock.Now()), "poller")
 		return
 	}
 	c.enqueue(key, change)
@@ -107,6 +107,13 @@ func (c *Controller) wake(key, change string) {
 func (c *Controller) enqueue(key, cause string) {
 	c.telemetry.woke(cause)
 	c.queue.Add(key)
+}
+
+// enqueueProgress asks for a sync of a CrawlJob on the progress queue
+// after wait, counting the cause (trawler_operator_progress_wakes_total).
+func (c *Controller) enqueueProgress(key string, wait time.Duration, cause string) {
+	c.telemetry.progressWoke(cause)
+	c.progress.queue.AddAfter(key, wait)
 }
 
 // enqueueAfter is enqueue after a delay.

@@ -36,7 +36,19 @@ type syncClass int
 const (
 	stateSync syncClass = iota
 	progressSync
+	resyncSync
 )
+
+// queue names the class's queue (the workqueue metrics' name).
+func (s syncClass) queue() string {
+	switch s {
+	case progressSync:
+		return "crawljob-progress"
+	case resyncSync:
+		return "crawljob-resync"
+	}
+	return "crawljobs"
+}
 
 // progressLane is the progress queue with its budget and its client.
 type progressLane struct {
@@ -99,9 +111,11 @@ func (l *keyLocks) lock(key string) func() {
 // each after a token of the global budget.
 func (c *Controller) progressWorker(sync syncFunc) func(context.Context) {
 	budgeted := func(ctx context.Context, key string) error {
+		steps := c.telemetry.stepClock(progressSync.queue())
 		if err := c.progress.budget.Wait(ctx); err != nil {
 			return nil // shutting down
 		}
+		steps.step("budget")
 		return sync(ctx, key)
 	}
 	return func(ctx context.Context) {

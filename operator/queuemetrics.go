@@ -22,12 +22,14 @@ type queueMetrics struct {
 
 var _ workqueue.MetricsProvider = queueMetrics{}
 
+// queueBuckets has three buckets a decade, 10 µs .. 100 s: client-go's
+// own decades cannot tell a 1 s wait from a 9 s one, which is the
+// difference between a stop that meets its target and one that does not.
+var queueBuckets = prometheus.ExponentialBucketsRange(10e-6, 100, 22)
+
 func newQueueMetrics() queueMetrics {
 	name := []string{"name"}
-	// Three buckets a decade, 10 µs .. 100 s: client-go's own decades
-	// cannot tell a 1 s wait from a 9 s one, which is the difference
-	// between a stop that meets its target and one that does not.
-	buckets := prometheus.ExponentialBucketsRange(10e-6, 100, 22)
+	buckets := queueBuckets
 	return queueMetrics{
 		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "workqueue_depth", Help: "Current depth of the workqueue.",

@@ -30,7 +30,8 @@ type scaleRun struct {
 // operatorMetricNames are the child operator's histograms and counters
 // the scale bench reports.
 var operatorMetricNames = []string{"workqueue_queue_duration_seconds", "trawler_operator_reconcile_duration_seconds",
-	"trawler_mongo_command_duration_seconds", "trawler_operator_crawljob_wakes_total"}
+	"trawler_mongo_command_duration_seconds", "trawler_operator_crawljob_wakes_total",
+	"trawler_operator_sync_step_seconds", "trawler_operator_progress_wakes_total"}
 
 // measureScale measures the operator over window while during (if set)
 // runs; during gets a channel closed when the window ends.

@@ -110,8 +110,12 @@ func (c *Controller) writeStatus(ctx context.Context, key string, cj *trawlerv1.
 			// running), or waiting_capacity, which shows why.
 			wait = max(wait, cj.CreationTimestamp.Add(c.cfg.StartingTimeout).Sub(now))
 		}
-		if class != progressSync || wait > 0 {
-			c.progress.queue.AddAfter(key, wait)
+		if class != progressSync {
+			c.enqueueProgress(key, wait, class.queue())
+			return nil
+		}
+		if wait > 0 {
+			c.enqueueProgress(key, wait, "budget")
 			return nil
 		}
 		if c.unobserved(cj) {
@@ -119,7 +123,7 @@ func (c *Controller) writeStatus(ctx context.Context, key string, cj *trawlerv1.
 			// two behind, and a state change decided on it would be
 			// refused for a conflict again and again while progress,
 			// which goes unconditionally, kept writing.
-			c.progress.queue.AddAfter(key, c.cfg.RedisPollInterval)
+			c.enqueueProgress(key, c.cfg.RedisPollInterval, "unobserved")
 			return nil
 		}
 		client, precondition = c.progress.client, ""

@@ -29,6 +29,12 @@ func (c *Controller) syncProgress(ctx context.Context, key string) error {
 	return c.syncAs(ctx, key, progressSync)
 }
 
+// syncResync reconciles one CrawlJob from the informers' resync (see
+// syncAs): a state pass on a queue of its own.
+func (c *Controller) syncResync(ctx context.Context, key string) error {
+	return c.syncAs(ctx, key, resyncSync)
+}
+
 // syncAs reconciles one CrawlJob. It reads as the steps of the operator:
 // get, finalizer, observe, decide, then the I/O the plan asks for (state
 // transitions in the store, children, the poller), then the status,
@@ -37,7 +43,9 @@ func (c *Controller) syncProgress(ctx context.Context, key string) error {
 // queues run the same pass, one at a time per job; the class only says
 // who writes a status that changed in progress alone (see writeStatus).
 func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) error {
+	steps := c.telemetry.stepClock(class.queue())
 	defer c.locks.lock(key)()
+	steps.step("lock")
 	cj, err := c.getJob(key)
 	if apierrors.IsNotFound(err) {
 		c.forgetJob(key)
@@ -66,9 +74,11 @@ func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) er
 	} else {
 		c.pollers.stop(key)
 	}
+	steps.step("observe")
 	answers, pending, requeue, err := c.carryOut(ctx, cj, o, p)
 	o.Answers = answers
 	errs := []error{err}
+	steps.step("carry-out")
 	o.Exec, err = c.countExec(ctx, key, cj, p, o)
 	errs = append(errs, err)
 	// A 0.11 crawler cannot pause: its crawl runs on past the quota, as
@@ -76,6 +86,7 @@ func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) er
 	if o.Exec != nil && o.Exec.PauseReason != "" && cj.Spec.PausedAt == "" && !p.Stopping && speaksV1(cj, c.cfg) {
 		errs = append(errs, c.requestAutoPause(ctx, key, cj, o.Exec.PauseReason))
 	}
+	steps.step("exec")
 
 	st := crawlStatus(cj, p, o)
 	c.reportTransitions(cj, st, p, o)
@@ -91,11 +102,13 @@ func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) er
 	if !pending || changesChildren(cj.Status, st) {
 		errs = append(errs, c.writeStatus(ctx, key, cj, st, class))
 	}
+	steps.step("status")
 
 	if st.Finished != nil {
 		later, err := c.wrapUp(ctx, key, cj, st, p, o)
 		errs = append(errs, err)
 		requeue = minPositive(requeue, later)
+		steps.step("wrap-up")
 	}
 	if requeue > 0 {
 		c.enqueueAfter(key, requeue, "requeue")

@@ -24,6 +24,8 @@ import (
 //	trawler_operator_reconcile_errors_total{queue}      syncs that failed (retried)
 //	trawler_operator_crawljob_status_writes_total{result}  CrawlJob status updates
 //	trawler_operator_crawljob_wakes_total{cause}        requests to sync a CrawlJob on the state queue
+//	trawler_operator_progress_wakes_total{cause}        requests to sync a CrawlJob on the progress queue
+//	trawler_operator_sync_step_seconds{queue,step}      the steps of a CrawlJob sync, its key's lock included
 //	trawler_operator_crawljobs{state}                   CrawlJobs by crawl state
 //	trawler_operator_pods{role,phase}                   pods it manages
 //	trawler_operator_pvcs{role}                         PVCs it manages
@@ -33,6 +35,8 @@ type Telemetry struct {
 	reconcileErrors *prometheus.CounterVec
 	statusWrites    *prometheus.CounterVec
 	wakes           *prometheus.CounterVec
+	progressWakes   *prometheus.CounterVec
+	steps           *prometheus.HistogramVec
 	queues          queueMetrics
 	// running is the controller whose caches the gauges read (nil: none
 	// runs, as on a replica that does not lead).
@@ -59,9 +63,18 @@ func NewTelemetry(reg prometheus.Registerer) (*Telemetry, error) {
 			Name: "trawler_operator_crawljob_wakes_total",
 			Help: "Requests to sync a CrawlJob on the state queue (repeats of a key already queued included), by cause: an event of the CrawlJob or a child (crawljob-update, pod-update, ...), a change the crawl's Redis showed (redis-statuses, ...), a requeue, a store answer or a background task done.",
 		}, []string{"cause"}),
+		progressWakes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trawler_operator_progress_wakes_total",
+			Help: "Requests to sync a CrawlJob on the progress queue (repeats of a key already queued included), by cause: the poller saw progress (poller), a pass of another queue handed its progress over (crawljobs, crawljob-resync), a progress pass came before the crawl's stats interval (budget), the last write is not in the cache yet (unobserved).",
+		}, []string{"cause"}),
+		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "trawler_operator_sync_step_seconds",
+			Help:    "Time of each step of a CrawlJob sync, by queue: budget (a progress sync's token), lock (waiting for another queue's sync of the same job), observe, carry-out (transitions and children), exec, status, wrap-up.",
+			Buckets: queueBuckets,
+		}, []string{"queue", "step"}),
 		queues: newQueueMetrics(),
 	}
-	for _, c := range []prometheus.Collector{t.reconcile, t.reconcileErrors, t.statusWrites, t.wakes, managedCollector{t}} {
+	for _, c := range []prometheus.Collector{t.reconcile, t.reconcileErrors, t.statusWrites, t.wakes, t.progressWakes, t.steps, managedCollector{t}} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering operator metrics: %w", err)
 		}
@@ -127,6 +140,39 @@ func (t *Telemetry) woke(cause string) {
 		return
 	}
 	t.wakes.WithLabelValues(cause).Inc()
+}
+
+// progressWoke counts one request to sync a CrawlJob on the progress
+// queue.
+func (t *Telemetry) progressWoke(cause string) {
+	if t == nil {
+		return
+	}
+	t.progressWakes.WithLabelValues(cause).Inc()
+}
+
+// stepClock times the steps of one sync on queue.
+func (t *Telemetry) stepClock(queue string) *stepClock {
+	return &stepClock{t: t, queue: queue, last: time.Now()}
+}
+
+// stepClock records where a sync spends its time: a pass that waits for
+// its key's lock, the store or the API server looks the same from the
+// queue's work duration alone.
+type stepClock struct {
+	t     *Telemetry
+	queue string
+	last  time.Time
+}
+
+// step records the time since the previous step (or the clock's start)
+// as step's.
+func (s *stepClock) step(step string) {
+	now := time.Now()
+	if s.t != nil {
+		s.t.steps.WithLabelValues(s.queue, step).Observe(now.Sub(s.last).Seconds())
+	}
+	s.last = now
 }
 
 // runs makes c the controller the gauges read, until the returned func is
