@@ -167,7 +167,10 @@ type poller struct {
 	pods  string
 	quiet int
 
-	failures int
+	// failures counts the rounds in a row that failed, since
+	// failingSince.
+	failures     int
+	failingSince time.Time
 	// storeRetry spaces the records while the store fails.
 	storeRetry retryGate
 }
@@ -262,7 +265,9 @@ func (p *poller) pollOnce(ctx context.Context) time.Duration {
 		if ctx.Err() != nil {
 			return cfg.RedisPollInterval
 		}
-		p.failures++
+		if p.failures++; p.failures == 1 {
+			p.failingSince = p.ps.clock.Now()
+		}
 		// A fresh pool per failure: go-redis' dial circuit breaker would
 		// otherwise keep answering with the old error for a while after
 		// the Redis pod is back.
@@ -270,14 +275,17 @@ func (p *poller) pollOnce(ctx context.Context) time.Duration {
 			p.client.Close()
 			p.client = c
 		}
+		if p.failures < unreachableAfter {
+			return cfg.RedisPollInterval
+		}
 		p.publish(func(prev *redisState) *redisState {
 			if prev != nil && !prev.Reachable {
 				return prev
 			}
 			p.ps.log.Info("crawl redis unreachable", "crawl", p.id, "err", err)
-			return &redisState{Since: p.ps.clock.Now()}
+			return &redisState{Since: p.failingSince}
 		})
-		return backoff(cfg.RedisPollInterval, p.failures, 5*time.Second)
+		return backoff(cfg.RedisPollInterval, p.failures-unreachableAfter+1, 5*time.Second)
 	}
 	p.failures = 0
 
@@ -300,6 +308,15 @@ func (p *poller) pollOnce(ctx context.Context) time.Duration {
 	}
 	return pollDelay(cfg.RedisPollInterval, cfg.RedisIdlePollInterval, p.quiet)
 }
+
+// unreachableAfter is how many rounds in a row must fail before a crawl's
+// Redis counts as unreachable (from the first failure on). One failed
+// round is not an outage: on a loaded node a round trip can outlast
+// RedisTimeout, and each flap cost two state passes and two status
+// writes (waiting for redis, then not), 5 a second at 10,000 crawls. The
+// round after a failure comes at the poll interval, so an outage shows
+// one interval later.
+const unreachableAfter = 2
 
 // pollDelay is the wait before the next round of a crawl whose Redis
 // showed nothing new for quiet rounds in a row: the poll interval until a

@@ -3,10 +3,12 @@ package operator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -247,6 +249,78 @@ func TestPollerWakesOnlyOnChangeAndSurvivesOutages(t *testing.T) {
 	}
 	if !eventually(time.Second, func() bool { return c.Get(ctx, k.Stopping()).Val() == "1" }) {
 		t.Error("stopping not asserted again after the restart")
+	}
+}
+
+// TestPollerRidesOutOneFailedRound: one failed round (a reply lost on a
+// loaded node) is not an outage, so it costs no wake; rounds failing in a
+// row are, from the first.
+func TestPollerRidesOutOneFailedRound(t *testing.T) {
+	_, cfg, c := testRedis(t)
+	ctx := context.Background()
+	cfg.RedisIdlePollInterval = cfg.RedisPollInterval // every round at the poll interval
+	var failRounds atomic.Int32
+	cfg.RedisHook = lostRounds{fail: &failRounds}
+	st := newMemStore()
+	st.addCrawl(testID)
+	var mu sync.Mutex
+	var changes []string
+	ps := newPollers(cfg, st, clock.RealClock{}, slog.Default(), func(_, change string) {
+		mu.Lock()
+		defer mu.Unlock()
+		changes = append(changes, change)
+	})
+	defer ps.stopAll()
+	cj := newJob(1)
+	pkey := "crawlers/" + cj.Name
+	k := crawlredis.Keys(testID)
+	ps.ensure(ctx, pkey, cj, redisControl{}, "")
+	if !eventually(2*time.Second, func() bool { s := ps.get(pkey); return s != nil && s.Reachable }) {
+		t.Fatal("never reachable")
+	}
+	reachableWakes := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(slices.DeleteFunc(slices.Clone(changes), func(c string) bool { return c != "redis-reachable" }))
+	}
+
+	failRounds.Store(1)
+	c.Set(ctx, k.Done(), "5", 0)
+	if !eventually(5*time.Second, func() bool { return failRounds.Load() == 0 && ps.get(pkey).PagesDone == 5 }) {
+		t.Fatalf("the round after the failed one never came: %d failures left, %+v", failRounds.Load(), ps.get(pkey))
+	}
+	if n := reachableWakes(); n != 0 {
+		t.Errorf("one failed round woke the crawl %d times as unreachable", n)
+	}
+
+	before := time.Now()
+	failRounds.Store(int32(unreachableAfter + 1))
+	if !eventually(5*time.Second, func() bool { return !ps.get(pkey).Reachable }) {
+		t.Fatalf("rounds failing in a row not reported: %d failures left, %+v", failRounds.Load(), ps.get(pkey))
+	}
+	if since := ps.get(pkey).Since; since.Before(before) || time.Since(since) < cfg.RedisPollInterval {
+		t.Errorf("unreachable since %v, want the first failure's time (after %v, a round before now)", since, before)
+	}
+	if !eventually(5*time.Second, func() bool { return ps.get(pkey).Reachable }) {
+		t.Fatal("recovery not reported")
+	}
+	if n := reachableWakes(); n != 2 {
+		t.Errorf("an outage and its end woke the crawl %d times, want 2", n)
+	}
+}
+
+// lostRounds fails a round's pipeline while fail is positive, taking
+// one from it: a round whose reply was lost.
+type lostRounds struct{ fail *atomic.Int32 }
+
+func (lostRounds) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (lostRounds) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h lostRounds) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.fail.Load() > 0 && h.fail.Add(-1) >= 0 {
+			return errors.New("reply lost")
+		}
+		return next(ctx, cmds)
 	}
 }
 
