@@ -66,6 +66,7 @@ var settings = []setting{
 	{"operator.redis_unreachable_grace", 10 * time.Second, "how long a running crawl's Redis may be unreachable before the crawl shows waiting_capacity"},
 	{"operator.starting_timeout", 60 * time.Second, "how long a crawl may wait for a running crawler before it shows waiting_capacity (without its config it fails then)"},
 	{"operator.exec_accounting_interval", 60 * time.Second, "how often a running crawl's crawler-pod seconds are counted and charged to its org's execution-time counters (upstream's 60 s); the org's storage and execution-time quotas are checked, and a crawl over one paused, at the same pace"},
+	{"operator.exec_idle_accounting_interval", 10 * time.Minute, "how often an idle running crawl (its Redis showed nothing new since its last count) is counted instead, when its org had no storage or execution-time quota and was not read-only at that count; no second is lost, each count covers all since the last; 0 counts every crawl at operator.exec_accounting_interval"},
 	{"operator.redis_idle", 60 * time.Second, "stop a crawl's Redis pod after no crawler has run this long (it comes back with the next crawler)"},
 	{"operator.finished_crawljob_ttl", 30 * time.Second, "keep a finished CrawlJob this long, unless its spec sets ttlSecondsAfterFinished"},
 	{"operator.stuck_pod_timeout", 60 * time.Second, "force-delete a terminating pod this long after its grace period ended (a lost node never confirms)"},

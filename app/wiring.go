@@ -160,6 +160,7 @@ func operatorConfig(v *viper.Viper) (operator.Config, error) {
 	c.RedisIdle = v.GetDuration("operator.redis_idle")
 	c.PausedCrawlLimit = time.Duration(v.GetInt("paused_crawl_limit_minutes")) * time.Minute
 	c.ExecAccountingInterval = v.GetDuration("operator.exec_accounting_interval")
+	c.ExecIdleAccountingInterval = v.GetDuration("operator.exec_idle_accounting_interval")
 	c.DefaultTTL = v.GetDuration("operator.finished_crawljob_ttl")
 	c.StuckPodTimeout = v.GetDuration("operator.stuck_pod_timeout")
 	c.StoreTimeout = v.GetDuration("operator.store_timeout")

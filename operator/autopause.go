@@ -104,6 +104,7 @@ func (c *Controller) chargeExecBatch(ctx context.Context, calls []*execCall) {
 		}
 		if tick.Org != nil {
 			call.answer.PauseReason = quotaPauseReason(tick.Org, call.pending, call.now)
+			call.answer.QuotaFree = quotaFree(tick.Org)
 		}
 	}
 	if orgErr != nil {

@@ -174,6 +174,14 @@ type Config struct {
 	// seconds are counted and charged to its org (upstream's 60 s); the
 	// quotas' automatic pauses are checked at the same pace.
 	ExecAccountingInterval time.Duration
+	// ExecIdleAccountingInterval is how often an idle running crawl (its
+	// Redis showed nothing new since its last count) is counted instead,
+	// when its org had no quota to enforce at that count: no storage or
+	// execution-time quota, not read-only. No second is lost (a count
+	// covers every second since the last); what waits is the number shown,
+	// and an idle crawl costs no database write a minute. Zero, or less
+	// than ExecAccountingInterval, counts every crawl at that pace.
+	ExecIdleAccountingInterval time.Duration
 	// MaxCrawlerRestarts fails a crawl once its crawler containers have
 	// restarted this many times in all, however much they got done in
 	// between (0: never).
@@ -206,6 +214,7 @@ func (c Config) validate() error {
 	check(c.SocksProxyPort < 0 || c.SocksProxyPort > 65535, "SocksProxyPort (0..65535)")
 	check(c.CrashLoopRestarts < 0, "CrashLoopRestarts (>= 0)")
 	check(c.MaxCrawlerRestarts < 0, "MaxCrawlerRestarts (>= 0)")
+	check(c.ExecIdleAccountingInterval < 0, "ExecIdleAccountingInterval (>= 0)")
 	for _, d := range []struct {
 		v    time.Duration
 		name string

@@ -44,7 +44,7 @@ type execCharges struct {
 
 	mu      sync.Mutex
 	m       map[string]*execCall
-	clocks  map[string]time.Time
+	clocks  map[string]execClock
 	waiting []*execCall
 	running int
 	wg      sync.WaitGroup
@@ -68,7 +68,7 @@ type execCall struct {
 }
 
 func newExecCharges(charge func(context.Context, []*execCall)) *execCharges {
-	return &execCharges{charge: charge, m: map[string]*execCall{}, clocks: map[string]time.Time{}}
+	return &execCharges{charge: charge, m: map[string]*execCall{}, clocks: map[string]execClock{}}
 }
 
 // forget drops a job's call and clock (the job is gone).
@@ -79,16 +79,23 @@ func (ec *execCharges) forget(key string) {
 	ec.mu.Unlock()
 }
 
-// clock returns when key's crawler seconds were last counted, nil while
-// this operator does not know.
-func (ec *execCharges) clock(key string) *time.Time {
+// execClock is when a job's crawler seconds were last counted, and
+// whether its org had no quota to enforce then.
+type execClock struct {
+	at        time.Time
+	quotaFree bool
+}
+
+// clock returns when key's crawler seconds were last counted (nil while
+// this operator does not know) and whether its org had no quota then.
+func (ec *execCharges) clock(key string) (*time.Time, bool) {
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
-	t, ok := ec.clocks[key]
+	c, ok := ec.clocks[key]
 	if !ok {
-		return nil
+		return nil, false
 	}
-	return &t
+	return &c.at, c.quotaFree
 }
 
 // take returns key's call and whether it is done. A done call is given
@@ -202,7 +209,7 @@ func (ec *execCharges) settle(call *execCall) {
 	}
 	a := call.answer
 	if a != nil && !a.LastUpdate.IsZero() {
-		ec.clocks[call.key] = a.LastUpdate
+		ec.clocks[call.key] = execClock{at: a.LastUpdate, quotaFree: a.QuotaFree}
 	}
 	if call.err == nil && (a == nil || a.PauseReason == "") {
 		delete(ec.m, call.key)

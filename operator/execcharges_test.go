@@ -52,13 +52,13 @@ func TestExecCharges(t *testing.T) {
 		return len(back) == 1
 	}
 
-	if c := ec.clock("ns/job"); c != nil {
+	if c, _ := ec.clock("ns/job"); c != nil {
 		t.Fatalf("clock %v before any charge, want none", c)
 	}
 	if back := run("ns/job", &execAnswer{LastUpdate: t0}, nil, func() {}); back {
 		t.Fatal("a charge that only moved the clock brought the job back")
 	}
-	if c := ec.clock("ns/job"); c == nil || !c.Equal(t0) {
+	if c, _ := ec.clock("ns/job"); c == nil || !c.Equal(t0) {
 		t.Fatalf("clock %v after the charge, want %v", c, t0)
 	}
 	if call, done := ec.take("ns/job"); call != nil || !done {
@@ -68,7 +68,7 @@ func TestExecCharges(t *testing.T) {
 	if back := run("ns/job", &execAnswer{LastUpdate: later, PauseReason: store.StatePausedTimeQuota}, nil, func() {}); !back {
 		t.Fatal("a charge that asks for a pause did not bring the job back")
 	}
-	if c := ec.clock("ns/job"); c == nil || !c.Equal(later) {
+	if c, _ := ec.clock("ns/job"); c == nil || !c.Equal(later) {
 		t.Fatalf("clock %v after the charge, want %v", c, later)
 	}
 	call, done := ec.take("ns/job")
@@ -86,12 +86,12 @@ func TestExecCharges(t *testing.T) {
 	if call, _ := ec.take("ns/job"); call != nil {
 		t.Fatal("a failed call was given twice")
 	}
-	if c := ec.clock("ns/job"); c == nil || !c.Equal(later) {
+	if c, _ := ec.clock("ns/job"); c == nil || !c.Equal(later) {
 		t.Fatalf("clock %v after a failed charge, want it kept at %v", c, later)
 	}
 
 	run("ns/gone", &execAnswer{LastUpdate: later}, nil, func() { ec.forget("ns/gone") })
-	if c := ec.clock("ns/gone"); c != nil {
+	if c, _ := ec.clock("ns/gone"); c != nil {
 		t.Fatalf("a job forgotten during its charge has clock %v", c)
 	}
 }

@@ -39,6 +39,10 @@ type execTick struct {
 type execAnswer struct {
 	LastUpdate  time.Time
 	PauseReason string
+	// QuotaFree: the org had no quota a count could reach (no storage or
+	// execution-time quota, not read-only), so an idle crawl of it may be
+	// counted less often (Config.ExecIdleAccountingInterval).
+	QuotaFree bool
 }
 
 // execCounted reports whether crawler time is charged in state: not
@@ -80,10 +84,11 @@ func podExecSeconds(pods map[int]*corev1.Pod, since, now time.Time) (seconds int
 }
 
 // accountExec plans the pass's accounting tick, if one is due: the first
-// one once the crawl runs (it learns the clock), then one per interval,
-// one when a crawler exits and one when the crawl is canceled, each
-// only if it has seconds to count (so an idle or paused crawl writes
-// nothing). It runs after the pass's state changes, so a crawl that just
+// one once the crawl runs (it learns the clock), then one per interval
+// (the idle interval for an idle crawl of an org without quotas), one in
+// a new month, one when a crawler exits and one when the crawl is
+// canceled, each only if it has seconds to count (so a paused crawl
+// writes nothing). It runs after the pass's state changes, so a crawl that just
 // started or ended is counted as such.
 func (p *plan) accountExec(cj *trawlerv1.CrawlJob, o observed, cfg Config) {
 	if !execCounted(p.Reaches) || len(o.Crawlers) == 0 && o.ExecClock == nil {
@@ -97,10 +102,27 @@ func (p *plan) accountExec(cj *trawlerv1.CrawlJob, o observed, cfg Config) {
 	}
 	since := *o.ExecClock
 	seconds, newExit := podExecSeconds(o.Crawlers, since, now)
-	due := now.Sub(since) >= cfg.ExecAccountingInterval || newExit || cj.DeletionTimestamp != nil
+	interval := cfg.ExecAccountingInterval
+	if o.ExecQuotaFree && quietSince(o.Redis, since) {
+		interval = max(interval, cfg.ExecIdleAccountingInterval)
+	}
+	due := now.Sub(since) >= interval || store.YearMonth(now) != store.YearMonth(since) || newExit ||
+		cj.DeletionTimestamp != nil
 	if due && seconds > 0 {
 		p.Exec = &execTick{Since: &since, Seconds: seconds, Wait: newExit || cj.DeletionTimestamp != nil}
 	}
+}
+
+// quietSince reports whether the crawl's Redis, reachable, has shown
+// nothing new since t: an idle crawl.
+func quietSince(r *redisState, t time.Time) bool {
+	return r != nil && r.Reachable && !r.Since.After(t)
+}
+
+// quotaFree reports whether no quota of org's can pause a crawl: no
+// storage or execution-time quota, and not read-only.
+func quotaFree(org *store.Org) bool {
+	return !org.ReadOnly && org.Quotas.StorageQuota == 0 && !org.Quotas.HasExecQuota()
 }
 
 // quotaPauseReason is the automatic pause an org calls for after a tick,

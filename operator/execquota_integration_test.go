@@ -282,3 +282,66 @@ func (h *harness) startMailingOperator(emailPrefix string) *store.User {
 	h.startOperatorWith(cfg, deps)
 	return owner
 }
+
+// TestIdleCrawlCountedAtTheIdleInterval: a crawl whose Redis shows nothing
+// new, in an org without quotas, is counted at the idle interval, not
+// every accounting interval, so idling costs no database write; in an org
+// with an execution-time quota it is counted every interval. No second is
+// lost: its cancel counts every second since the last count.
+func TestIdleCrawlCountedAtTheIdleInterval(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		quota bool
+	}{{"no quota", false}, {"exec quota", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			besideOthers(t)
+			h := newHarness(t)
+			ctx := context.Background()
+			if tc.quota {
+				minutes := int64(1000)
+				if err := h.store.UpdateOrgQuotas(ctx, h.org, store.QuotasUpdate{MaxExecMinutesPerMonth: &minutes,
+					Modified: time.Now()}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := h.config()
+			cfg.ExecAccountingInterval = time.Second
+			cfg.ExecIdleAccountingInterval = time.Hour
+			cfg.Resync = time.Second
+			h.startOperatorWith(cfg, h.deps())
+			// Its second page takes an hour: the crawl runs, its Redis still.
+			id := h.startCrawl(crawlOpts{seed: "https://example.com/?sim-pages=2&sim-page-ms=3600000"})
+			h.waitFor("crawler seconds counted", 90*time.Second, func() bool { return h.crawl(id).CrawlExecSeconds > 0 })
+
+			var counted int64
+			if tc.quota {
+				counted = h.crawl(id).CrawlExecSeconds
+				h.waitFor("counted again while idle", 30*time.Second, func() bool {
+					return h.crawl(id).CrawlExecSeconds >= counted+3
+				})
+			} else {
+				// The counts of its start (while its Redis still changed) end.
+				h.waitFor("no count for three intervals", time.Minute, func() bool {
+					before := h.crawl(id).CrawlExecSeconds
+					time.Sleep(3 * cfg.ExecAccountingInterval)
+					counted = h.crawl(id).CrawlExecSeconds
+					return counted == before
+				})
+				time.Sleep(5 * cfg.ExecAccountingInterval) // the window watched, not a synchronisation
+				if now := h.crawl(id).CrawlExecSeconds; now != counted {
+					t.Fatalf("idle crawl counted: crawlExecSeconds %d, %d five intervals before", now, counted)
+				}
+			}
+			// A cancel (the crawler is mid-page: a stop would wait an hour for
+			// it) is counted before the pods go.
+			lastRead := time.Now()
+			counted = h.crawl(id).CrawlExecSeconds
+			if err := h.launch.CancelCrawl(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			least := counted + int64(time.Since(lastRead)/time.Second)
+			h.waitFor(fmt.Sprintf("crawlExecSeconds at least %d after the cancel (the idle seconds counted)", least),
+				time.Minute, func() bool { return h.crawl(id).CrawlExecSeconds >= least })
+		})
+	}
+}

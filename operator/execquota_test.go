@@ -59,7 +59,12 @@ func TestPodExecSeconds(t *testing.T) {
 
 func TestAccountExec(t *testing.T) {
 	lut := t0.Add(time.Minute)
+	quiet := &redisState{Reachable: true, Since: lut.Add(-time.Minute)}
+	// A count five seconds before a month ends.
+	monthEnd := time.Date(2026, 12, 31, 23, 59, 59, 0, time.UTC).Add(time.Second)
+	monthLut := monthEnd.Add(-5 * time.Second)
 	cfg := testConfig()
+	cfg.ExecIdleAccountingInterval = 10 * time.Minute
 	cases := []struct {
 		name    string
 		state   string
@@ -69,39 +74,64 @@ func TestAccountExec(t *testing.T) {
 		want    *execTick
 		// unknown: the operator does not know the clock (lut otherwise).
 		unknown bool
+		// quotaFree: the org had no quota at the last count; redis is
+		// what the poller shows.
+		quotaFree bool
+		redis     *redisState
 	}{
 		// The first pass with a running crawl learns the clock.
-		{"First", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, &execTick{}, true},
-		{"FirstWithoutPods", store.StateRunning, newJob(1), nil, lut, nil, true},
+		{"First", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, &execTick{}, true, false, nil},
+		{"FirstWithoutPods", store.StateRunning, newJob(1), nil, lut, nil, true, false, nil},
 		// A new leader learns it before what the pass leads to.
 		{"FirstAfterExit", store.StateComplete, newJob(1), map[int]*corev1.Pod{0: exited(0, t0, lut)}, lut,
-			&execTick{Wait: true}, true},
+			&execTick{Wait: true}, true, false, nil},
 		{"FirstWhenDeleted", store.StateCanceled, newJob(1, func(cj *trawlerv1.CrawlJob) { cj.DeletionTimestamp = mtime(lut) }),
-			map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, &execTick{Wait: true}, true},
-		{"NotDue", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(59 * time.Second), nil, false},
+			map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, &execTick{Wait: true}, true, false, nil},
+		{"NotDue", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(59 * time.Second), nil, false, false, nil},
 		{"Due", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Minute),
-			&execTick{Since: &lut, Seconds: 60}, false},
+			&execTick{Since: &lut, Seconds: 60}, false, false, nil},
 		{"DueTwoPods", store.StateRunning, newJob(2),
-			map[int]*corev1.Pod{0: runningSince(0, t0), 1: runningSince(1, t0)}, lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 120}, false},
+			map[int]*corev1.Pod{0: runningSince(0, t0), 1: runningSince(1, t0)}, lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 120}, false, false, nil},
 		// A crawler's exit is counted at once.
 		{"Exit", store.StateComplete, newJob(1), map[int]*corev1.Pod{0: exited(0, t0, lut.Add(10*time.Second))},
-			lut.Add(15 * time.Second), &execTick{Since: &lut, Seconds: 10, Wait: true}, false},
+			lut.Add(15 * time.Second), &execTick{Since: &lut, Seconds: 10, Wait: true}, false, false, nil},
 		// A deleted (canceled) crawl is counted at once, before teardown.
 		{"Deleted", store.StateCanceled, newJob(1, func(cj *trawlerv1.CrawlJob) { cj.DeletionTimestamp = mtime(lut) }),
-			map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(5 * time.Second), &execTick{Since: &lut, Seconds: 5, Wait: true}, false},
+			map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(5 * time.Second), &execTick{Since: &lut, Seconds: 5, Wait: true}, false, false, nil},
 		// Idle: due, but nothing ran since the last count, so nothing is
 		// written.
 		{"NothingRan", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: exited(0, t0, lut.Add(-time.Second))},
-			lut.Add(2 * time.Minute), nil, false},
+			lut.Add(2 * time.Minute), nil, false, false, nil},
 		// Waiting and paused crawls are charged nothing.
-		{"Waiting", store.StateWaitingCapacity, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Hour), nil, false},
-		{"Starting", store.StateStarting, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, nil, false},
-		{"Paused", store.StatePausedTimeQuota, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Hour), nil, false},
+		{"Waiting", store.StateWaitingCapacity, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Hour), nil, false, false, nil},
+		{"Starting", store.StateStarting, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, nil, false, false, nil},
+		{"Paused", store.StatePausedTimeQuota, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Hour), nil, false, false, nil},
+		// An idle crawl of an org without quotas is counted at the idle
+		// interval, every second since the last count included.
+		{"IdleQuotaFreeNotDue", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)},
+			lut.Add(9 * time.Minute), nil, false, true, quiet},
+		{"IdleQuotaFreeDue", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)},
+			lut.Add(10 * time.Minute), &execTick{Since: &lut, Seconds: 600}, false, true, quiet},
+		// Not idle (its Redis changed after the count, or cannot be read),
+		// or its org has a quota: every interval.
+		{"BusyQuotaFree", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)},
+			lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 60}, false, true, &redisState{Reachable: true, Since: lut.Add(time.Second)}},
+		{"UnreachableQuotaFree", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)},
+			lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 60}, false, true, &redisState{Since: lut.Add(-time.Hour)}},
+		{"IdleWithQuota", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)},
+			lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 60}, false, false, quiet},
+		// A new month is counted at once, so the seconds before it stay in
+		// the month they ran in.
+		{"NewMonth", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)},
+			monthEnd.Add(5 * time.Second), &execTick{Since: &monthLut, Seconds: 10}, false, true, quiet},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := plan{Reaches: c.state}
-			o := observed{Now: c.now, Crawlers: c.crawler, ExecClock: &lut}
+			o := observed{Now: c.now, Crawlers: c.crawler, ExecClock: &lut, ExecQuotaFree: c.quotaFree, Redis: c.redis}
+			if c.now.After(monthEnd) {
+				o.ExecClock = &monthLut
+			}
 			if c.unknown {
 				o.ExecClock = nil
 			}
