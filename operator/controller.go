@@ -180,9 +180,9 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		podInf.Informer().HasSynced, pvcInf.Informer().HasSynced, cmInf.Informer().HasSynced}
 
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "crawljobs", Clock: c.clock, MetricsProvider: c.telemetry.queueProvider()})
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: stateSync.queue(), Clock: c.clock, MetricsProvider: c.telemetry.queueProvider()})
 	c.resync = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "crawljob-resync", Clock: c.clock, MetricsProvider: c.telemetry.queueProvider()})
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: resyncSync.queue(), Clock: c.clock, MetricsProvider: c.telemetry.queueProvider()})
 	c.profileQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "profilejobs", Clock: c.clock, MetricsProvider: c.telemetry.queueProvider()})
 	progressClient := deps.ProgressTrawler
@@ -243,8 +243,8 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 	c.log.Info("operator started", "namespace", c.cfg.Namespace, "workers", c.cfg.Workers)
 	defer c.telemetry.runs(c)()
-	syncJob, syncProfile := c.telemetry.timed("crawljobs", c.sync), c.telemetry.timed("profilejobs", c.syncProfile)
-	syncProgress := c.telemetry.timed("crawljob-progress", c.syncProgress)
+	syncJob, syncProfile := c.telemetry.timed(stateSync.queue(), c.sync), c.telemetry.timed("profilejobs", c.syncProfile)
+	syncProgress := c.telemetry.timed(progressSync.queue(), c.syncProgress)
 	var wg sync.WaitGroup
 	for range c.cfg.Workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.queue, syncJob), time.Second) })
@@ -252,7 +252,7 @@ func (c *Controller) Run(ctx context.Context) {
 	for range c.cfg.ProgressWorkers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.progressWorker(syncProgress), time.Second) })
 	}
-	syncResync := c.telemetry.timed("crawljob-resync", c.syncResync)
+	syncResync := c.telemetry.timed(resyncSync.queue(), c.syncResync)
 	for range resyncWorkers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker(c.resync, syncResync), time.Second) })
 	}

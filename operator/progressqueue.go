@@ -39,7 +39,8 @@ const (
 	resyncSync
 )
 
-// queue names the class's queue (the workqueue metrics' name).
+// queue names the class's queue: the workqueue's name in its metrics, and
+// the queue label of the sync and step metrics.
 func (s syncClass) queue() string {
 	switch s {
 	case progressSync:
@@ -65,7 +66,7 @@ func newProgressLane(cfg Config, client versioned.Interface, clk clock.WithTicke
 	burst := max(int(cfg.ProgressQPS), 1)
 	return &progressLane{
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "crawljob-progress", Clock: clk, MetricsProvider: t.queueProvider()}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: progressSync.queue(), Clock: clk, MetricsProvider: t.queueProvider()}),
 		budget: flowcontrol.NewTokenBucketRateLimiter(float32(cfg.ProgressQPS), burst),
 		client: client,
 	}
