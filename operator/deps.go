@@ -74,11 +74,8 @@ type CrawlStore interface {
 	// it is.
 	RecordCrawlsProgress(ctx context.Context, progress []store.CrawlProgress) (int64, error)
 	// PushCrawlFiles records WACZ files, each at most once per filename,
-	// leaving the org's bytesStored to RecomputeOrgBytesStored.
+	// and adds the size of those it added to the org's bytesStored.
 	PushCrawlFiles(ctx context.Context, crawlID string, files []store.CrawlFile) (store.FileResult, error)
-	// RecomputeOrgBytesStored sets the org's bytesStored from all its
-	// items (a scan of them).
-	RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) error
 	// AddCrawlErrors records error lines seq, seq+1, ... at most once.
 	AddCrawlErrors(ctx context.Context, crawlID string, seq int64, lines []string) error
 	// AddOperatorCrawlErrors records the operator's own lines about a

@@ -169,14 +169,6 @@ func (m *memStore) PushCrawlFiles(_ context.Context, id string, files []store.Cr
 	return store.FileResult{Added: added, FileCount: c.FileCount, FileSize: c.FileSize}, nil
 }
 
-// RecomputeOrgBytesStored is only counted: no test of the fake reads an
-// org's bytesStored.
-func (m *memStore) RecomputeOrgBytesStored(context.Context, uuid.UUID) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.enter("RecomputeOrgBytesStored")
-}
-
 func (m *memStore) AddCrawlErrors(_ context.Context, id string, seq int64, lines []string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

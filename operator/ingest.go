@@ -43,12 +43,6 @@ type ingester struct {
 	// reported them.
 	filesAdded, filesAddedSize int64
 	totalsKnown                bool
-
-	// bytesStale says files were recorded since the org's bytesStored
-	// was last recomputed (orgBytes); bytesRetry spaces the tries while
-	// the recomputation fails.
-	bytesStale bool
-	bytesRetry retryGate
 }
 
 func newIngester(cj *trawlerv1.CrawlJob, st CrawlStore, timeout time.Duration, log *slog.Logger) *ingester {
@@ -119,33 +113,8 @@ func (in *ingester) record(ctx context.Context, raws []string) error {
 	if err != nil {
 		return fmt.Errorf("recording %d files: %w", len(files), err)
 	}
-	// Recomputed after a replay too (nothing added): a crash may have
-	// come between the files' record and the recomputation.
-	in.filesAdded, in.filesAddedSize, in.totalsKnown, in.bytesStale = int64(res.FileCount), res.FileSize, true, true
+	in.filesAdded, in.filesAddedSize, in.totalsKnown = int64(res.FileCount), res.FileSize, true
 	return nil
-}
-
-// orgBytes recomputes the org's bytesStored once files were recorded. It
-// is not part of recording them: the recomputation scans all the org's
-// items, seconds with thousands of crawls on a busy database, and a
-// crawl's end must not wait for it (it waits for its files). The poller
-// runs it after publishing what it recorded; a failure is retried with
-// backoff, and a crawl's post-crawl tasks recompute it again anyway.
-func (in *ingester) orgBytes(ctx context.Context, now time.Time) {
-	if !in.bytesStale || !in.bytesRetry.due(now) {
-		return
-	}
-	sctx, cancel := context.WithTimeout(ctx, in.timeout)
-	err := in.store.RecomputeOrgBytesStored(sctx, in.oid)
-	cancel()
-	switch {
-	case err == nil || errors.Is(err, store.ErrNotFound):
-		in.bytesStale = false
-		in.bytesRetry.succeeded()
-	case ctx.Err() == nil:
-		delay := in.bytesRetry.failed(now, time.Second, 30*time.Second)
-		in.log.Warn("recomputing the org's stored bytes failed, will retry", "crawl", in.id, "in", delay, "err", err)
-	}
 }
 
 // crawlFile reads a crawls-done message; unusable ones are dropped.

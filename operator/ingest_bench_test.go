@@ -79,7 +79,6 @@ func BenchmarkRecord100Files(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		in.orgBytes(ctx, time.Now())
 		total += time.Since(start)
 		client.Close()
 		c, err := st.GetCrawlByID(ctx, id)

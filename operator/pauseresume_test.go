@@ -66,7 +66,7 @@ func (h *harness) pvcUIDs(id string) map[string]types.UID {
 
 // TestPauseAndResume is §8.1 items 1, 2 and 4 at the operator: the pause
 // sets <id>:paused, the crawlers upload and exit, the crawl is paused
-// with its files, its crawler pods and then its Redis pod go while every
+// with its files (counted in the org's bytesStored), its crawler pods and then its Redis pod go while every
 // PVC stays; the resume brings the pods back on the same PVCs without
 // the key, and the crawl completes with the files of both parts.
 func TestPauseAndResume(t *testing.T) {
@@ -91,6 +91,10 @@ func TestPauseAndResume(t *testing.T) {
 	if len(atPause.Files) == 0 || !atPause.ShouldPause || atPause.PausedAt == nil {
 		t.Fatalf("paused crawl: files %d shouldPause %v pausedAt %v", len(atPause.Files), atPause.ShouldPause, atPause.PausedAt)
 	}
+	h.waitFor("the org's bytesStored counting the pause's files", 30*time.Second, func() bool {
+		org, err := h.store.GetOrg(context.Background(), h.org)
+		return err == nil && org.BytesStored == h.crawl(id).FileSize
+	})
 	h.waitFor("crawler pods deleted", 30*time.Second, func() bool { return h.crawlerPods(id) == 0 })
 	h.waitFor("redis pod deleted", 60*time.Second, func() bool {
 		_, ok := h.pods(id)[k8s.RedisName(id)]

@@ -297,7 +297,6 @@ func (p *poller) pollOnce(ctx context.Context) time.Duration {
 			PendingFiles: pending, FilesAdded: p.in.filesAdded, FilesAddedSize: p.in.filesAddedSize,
 		}
 	})
-	p.in.orgBytes(ctx, p.ps.clock.Now())
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	// A full batch of pages means more may wait: no slower pace yet.

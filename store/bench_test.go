@@ -69,3 +69,30 @@ func BenchmarkListCrawls(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRecomputeOrgBytesStored recomputes the bytesStored of an org
+// with 10,000 crawls (or $STORE_BENCH_CRAWLS), one call at a time: the
+// cost each crawl end paid the database when every end recomputed it.
+//
+//	go test ./store/ -run '^$' -bench RecomputeOrgBytes -benchtime 10x
+func BenchmarkRecomputeOrgBytesStored(b *testing.B) {
+	crawls := 10_000
+	if n, err := strconv.Atoi(os.Getenv("STORE_BENCH_CRAWLS")); err == nil && n > 0 {
+		crawls = n
+	}
+	m := mongotest.Open(b)
+	ctx := context.Background()
+	oid := uuid.New()
+	if err := m.CreateOrg(ctx, &store.Org{ID: oid, Name: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := m.SeedCrawls(ctx, oid, uuid.New(), uuid.New(), crawls); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if err := m.RecomputeOrgBytesStored(ctx, oid); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

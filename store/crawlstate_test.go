@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/trawlerhq/trawler/sandbox/mongotest"
 	"github.com/trawlerhq/trawler/store"
@@ -190,9 +191,9 @@ func TestAddCrawlFile(t *testing.T) {
 		file store.CrawlFile
 		want store.FileResult
 	}{
-		{"OK", f, store.FileResult{Added: 1, FileCount: 1, FileSize: 10}},
+		{"OK", f, store.FileResult{Added: 1, AddedSize: 10, FileCount: 1, FileSize: 10}},
 		{"Replay", f, store.FileResult{Added: 0, FileCount: 1, FileSize: 10}},
-		{"Second", store.CrawlFile{Filename: "oid/c-1.wacz", Size: 5}, store.FileResult{Added: 1, FileCount: 2, FileSize: 15}},
+		{"Second", store.CrawlFile{Filename: "oid/c-1.wacz", Size: 5}, store.FileResult{Added: 1, AddedSize: 5, FileCount: 2, FileSize: 15}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -206,7 +207,7 @@ func TestAddCrawlFile(t *testing.T) {
 		// Known names and repeats within the batch are recorded once.
 		batch := []store.CrawlFile{f, {Filename: "oid/c-2.wacz", Size: 1}, {Filename: "oid/c-2.wacz", Size: 1}, {Filename: "oid/c-3.wacz", Size: 2}}
 		got, err := m.AddCrawlFiles(ctx, "c", batch)
-		if want := (store.FileResult{Added: 2, FileCount: 4, FileSize: 18}); err != nil || got != want {
+		if want := (store.FileResult{Added: 2, AddedSize: 3, FileCount: 4, FileSize: 18}); err != nil || got != want {
 			t.Fatalf("got %+v, %v; want %+v", got, err, want)
 		}
 	})
@@ -254,30 +255,42 @@ func TestAddCrawlFileCountsBytesStored(t *testing.T) {
 	}
 }
 
-// TestPushCrawlFilesLeavesBytesStored: PushCrawlFiles records the files
-// (once each) without the org's scan; RecomputeOrgBytesStored then counts
-// them.
-func TestPushCrawlFilesLeavesBytesStored(t *testing.T) {
+// TestPushCrawlFilesAddsToBytesStored: PushCrawlFiles records the files
+// (once each) and adds their size to the org's bytesStored without the
+// org's scan; a replay adds nothing, and a recomputation sets a drifted
+// count right.
+func TestPushCrawlFilesAddsToBytesStored(t *testing.T) {
 	m := mongotest.Open(t)
 	ctx := context.Background()
 	org := mustOrg(t, m, "org")
 	wf := mustWorkflow(t, m, org.ID, "wf", "https://a.example/")
 	mustCrawl(t, m, wf, "c", now())
+	bytesStored := func() int64 {
+		t.Helper()
+		o, err := m.GetOrg(ctx, org.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.BytesStored
+	}
 	f := store.CrawlFile{Filename: "oid/c-0.wacz", Size: 10}
 	for i, want := range []int{1, 0} {
 		res, err := m.PushCrawlFiles(ctx, "c", []store.CrawlFile{f})
-		if err != nil || res.Added != want || res.FileCount != 1 || res.FileSize != 10 {
+		if err != nil || res.Added != want || res.AddedSize != int64(10*want) || res.FileCount != 1 || res.FileSize != 10 {
 			t.Fatalf("push %d: %+v, %v; want %d added of 1 file, 10 bytes", i, res, err, want)
 		}
+		if got := bytesStored(); got != 10 {
+			t.Fatalf("after push %d: bytesStored %d, want 10", i, got)
+		}
 	}
-	if o, err := m.GetOrg(ctx, org.ID); err != nil || o.BytesStored != 0 {
-		t.Fatalf("after the push: bytesStored %d, %v; want 0 until recomputed", o.BytesStored, err)
+	if _, err := m.Raw().Collection("orgs").UpdateOne(ctx, bson.M{"_id": org.ID}, bson.M{"$set": bson.M{"bytesStored": 3}}); err != nil {
+		t.Fatal(err)
 	}
 	if err := m.RecomputeOrgBytesStored(ctx, org.ID); err != nil {
 		t.Fatal(err)
 	}
-	if o, err := m.GetOrg(ctx, org.ID); err != nil || o.BytesStored != 10 {
-		t.Fatalf("recomputed: bytesStored %d, %v; want 10", o.BytesStored, err)
+	if got := bytesStored(); got != 10 {
+		t.Fatalf("recomputed: bytesStored %d, want 10", got)
 	}
 }
 
