@@ -304,6 +304,27 @@ func (c *childOperator) mongoWrites() map[string]int64 {
 	return out
 }
 
+// settleMongoWrites waits (at most timeout) until the child has sent no
+// MongoDB write for quiet, and reports whether it did.
+func (c *childOperator) settleMongoWrites(quiet, timeout time.Duration) bool {
+	total := func() (n int64) {
+		for _, v := range c.mongoWrites() {
+			n += v
+		}
+		return n
+	}
+	last, since := total(), time.Now()
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if n := total(); n != last {
+			last, since = n, time.Now()
+		}
+		if time.Since(since) >= quiet {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *childOperator) readCounts() map[string]int64 {
 	b, err := os.ReadFile(c.counts)
 	if err != nil {

@@ -225,14 +225,15 @@ func (m *Mongo) AddCrawlFiles(ctx context.Context, crawlID string, files []Crawl
 // files changes nothing. The size of the files it added is then added to
 // the org's bytesStored ($inc): the operator records a crawl's files as
 // the crawler uploads them, and a scan of all the org's items per file
-// (RecomputeOrgBytesStored: 1.2 s at 10,000 crawls on the sandbox's
-// database) made the database the bottleneck of many crawls' ends.
+// (RecomputeOrgBytesStored: 1-2 s of the sandbox database's CPU at
+// 10,000 crawls) made the database the bottleneck of many crawls' ends.
+// A call that finds files already recorded is a replay (a crash may have
+// come between the two writes), so it recomputes the org's bytesStored
+// instead.
 //
-// The count can drift from the items' sizes: a crash between the two
-// writes loses the addition (the replay adds no file), and a
-// recomputation running meanwhile can count the files twice or not at
-// all. RunPostCrawlTasks recomputes the org's bytesStored after the
-// crawl's last file, which sets it right again.
+// A recomputation running meanwhile (a delete, an upload) can still
+// count the added files twice or not at all; RunPostCrawlTasks sets that
+// right (healOrgBytesStored).
 //
 // The write is conditional on fileCount being unchanged since the read (a
 // compare-and-set, retried if another process added a file in between).
@@ -244,12 +245,18 @@ func (m *Mongo) AddCrawlFiles(ctx context.Context, crawlID string, files []Crawl
 // if the compare-and-set kept losing.
 func (m *Mongo) PushCrawlFiles(ctx context.Context, crawlID string, files []CrawlFile) (FileResult, error) {
 	res, oid, err := m.pushCrawlFiles(ctx, crawlID, files)
-	if err != nil || res.AddedSize == 0 {
+	switch {
+	case err != nil:
 		return res, err
-	}
-	if _, err := m.coll(collOrgs).UpdateOne(ctx, bson.M{"_id": oid},
-		bson.M{"$inc": bson.M{"bytesStored": res.AddedSize}}); err != nil {
-		return res, fmt.Errorf("adding the files' size to the org's bytesStored: %w", err)
+	case res.Added < len(files):
+		if err := m.RecomputeOrgBytesStored(ctx, oid); err != nil && !errors.Is(err, ErrNotFound) {
+			return res, err
+		}
+	case res.AddedSize > 0:
+		if _, err := m.coll(collOrgs).UpdateOne(ctx, bson.M{"_id": oid},
+			bson.M{"$inc": bson.M{"bytesStored": res.AddedSize}}); err != nil {
+			return res, fmt.Errorf("adding the files' size to the org's bytesStored: %w", err)
+		}
 	}
 	return res, nil
 }

@@ -257,8 +257,9 @@ func TestAddCrawlFileCountsBytesStored(t *testing.T) {
 
 // TestPushCrawlFilesAddsToBytesStored: PushCrawlFiles records the files
 // (once each) and adds their size to the org's bytesStored without the
-// org's scan; a replay adds nothing, and a recomputation sets a drifted
-// count right.
+// org's scan; a replay (the files already there: a crash may have come
+// between the two writes) recomputes it instead, and a crawl's post-crawl
+// tasks heal what drifted.
 func TestPushCrawlFilesAddsToBytesStored(t *testing.T) {
 	m := mongotest.Open(t)
 	ctx := context.Background()
@@ -273,24 +274,54 @@ func TestPushCrawlFilesAddsToBytesStored(t *testing.T) {
 		}
 		return o.BytesStored
 	}
-	f := store.CrawlFile{Filename: "oid/c-0.wacz", Size: 10}
-	for i, want := range []int{1, 0} {
-		res, err := m.PushCrawlFiles(ctx, "c", []store.CrawlFile{f})
-		if err != nil || res.Added != want || res.AddedSize != int64(10*want) || res.FileCount != 1 || res.FileSize != 10 {
-			t.Fatalf("push %d: %+v, %v; want %d added of 1 file, 10 bytes", i, res, err, want)
-		}
-		if got := bytesStored(); got != 10 {
-			t.Fatalf("after push %d: bytesStored %d, want 10", i, got)
+	drift := func() {
+		t.Helper()
+		if r, err := m.Raw().Collection("organizations").UpdateOne(ctx, bson.M{"_id": org.ID}, bson.M{"$set": bson.M{"bytesStored": 3}}); err != nil || r.ModifiedCount != 1 {
+			t.Fatalf("drifting the org's bytesStored: %+v, %v", r, err)
 		}
 	}
-	if _, err := m.Raw().Collection("orgs").UpdateOne(ctx, bson.M{"_id": org.ID}, bson.M{"$set": bson.M{"bytesStored": 3}}); err != nil {
+	f := store.CrawlFile{Filename: "oid/c-0.wacz", Size: 10}
+	res, err := m.PushCrawlFiles(ctx, "c", []store.CrawlFile{f})
+	if want := (store.FileResult{Added: 1, AddedSize: 10, FileCount: 1, FileSize: 10}); err != nil || res != want {
+		t.Fatalf("push: %+v, %v; want %+v", res, err, want)
+	}
+	if got := bytesStored(); got != 10 {
+		t.Fatalf("after the push: bytesStored %d, want 10", got)
+	}
+
+	drift()
+	res, err = m.PushCrawlFiles(ctx, "c", []store.CrawlFile{f})
+	if want := (store.FileResult{FileCount: 1, FileSize: 10}); err != nil || res != want {
+		t.Fatalf("replay: %+v, %v; want %+v", res, err, want)
+	}
+	if got := bytesStored(); got != 10 {
+		t.Fatalf("after the replay: bytesStored %d, want 10 (recomputed)", got)
+	}
+
+	drift()
+	at := time.Now()
+	if _, _, err := m.SetCrawlState(ctx, "c", store.StateComplete, store.StartingStates, store.CrawlStateExtra{Finished: &at}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.RecomputeOrgBytesStored(ctx, org.ID); err != nil {
+	// The replay's recomputation was just now: a heal waits ten of its
+	// durations.
+	m.DateOrgBytesRecount(org.ID, time.Now(), time.Hour)
+	if _, err := m.RunPostCrawlTasks(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if got := bytesStored(); got != 3 {
+		t.Fatalf("post-crawl tasks right after a recomputation: bytesStored %d, want 3 (left)", got)
+	}
+	mustCrawl(t, m, wf, "d", now())
+	if _, _, err := m.SetCrawlState(ctx, "d", store.StateComplete, store.StartingStates, store.CrawlStateExtra{Finished: &at}); err != nil {
+		t.Fatal(err)
+	}
+	m.DateOrgBytesRecount(org.ID, time.Now().Add(-time.Minute), time.Second)
+	if _, err := m.RunPostCrawlTasks(ctx, "d"); err != nil {
 		t.Fatal(err)
 	}
 	if got := bytesStored(); got != 10 {
-		t.Fatalf("recomputed: bytesStored %d, want 10", got)
+		t.Fatalf("post-crawl tasks ten recomputations' time later: bytesStored %d, want 10 (healed)", got)
 	}
 }
 

@@ -35,3 +35,9 @@ func (m *Mongo) OrgBytesCallers(oid uuid.UUID) int {
 	}
 	return 0
 }
+
+// DateOrgBytesRecount sets when org oid's last bytesStored recomputation
+// here ended and how long it took, as healOrgBytesStored reads them.
+func (m *Mongo) DateOrgBytesRecount(oid uuid.UUID, ended time.Time, took time.Duration) {
+	m.orgBytes.ran(oid, ended, took)
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -19,6 +20,40 @@ import (
 type orgBytesRecomputes struct {
 	openBatches[uuid.UUID, bytesBatch]
 	locks [16]sync.Mutex // striped by org id: one recomputation at a time per org
+
+	mu   sync.Mutex
+	last map[uuid.UUID]recountTime // each org's last successful recomputation here
+}
+
+// recountTime is when a recomputation ended and how long it took.
+type recountTime struct {
+	ended time.Time
+	took  time.Duration
+}
+
+// healSpacing is how many of its own durations must pass after an org's
+// recomputation before a heal (RunPostCrawlTasks) recomputes it again:
+// a heal then takes at most a tenth of the database's time per org,
+// however often the org's crawls end.
+const healSpacing = 10
+
+// ran notes a successful recomputation of org oid that took took.
+func (r *orgBytesRecomputes) ran(oid uuid.UUID, ended time.Time, took time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		r.last = map[uuid.UUID]recountTime{}
+	}
+	r.last[oid] = recountTime{ended: ended, took: took}
+}
+
+// recent reports whether org oid was recomputed here within healSpacing
+// times that recomputation's duration before now.
+func (r *orgBytesRecomputes) recent(oid uuid.UUID, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.last[oid]
+	return ok && now.Sub(t.ended) < healSpacing*t.took
 }
 
 // bytesBatch is the callers waiting for one recomputation (how many
@@ -55,7 +90,11 @@ func (m *Mongo) RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) erro
 	b := m.orgBytes.join(oid)
 	unlock := m.orgBytes.lock(oid)
 	if m.orgBytes.seal(oid, b) {
+		start := time.Now()
 		b.err = m.recomputeOrgBytes(ctx, oid)
+		if b.err == nil {
+			m.orgBytes.ran(oid, time.Now(), time.Since(start))
+		}
 		close(b.done)
 	}
 	unlock()
@@ -63,6 +102,19 @@ func (m *Mongo) RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) erro
 	// held after it.
 	<-b.done
 	return b.err
+}
+
+// healOrgBytesStored recomputes the org's bytesStored after a crawl's end,
+// unless this process recomputed it lately (healSpacing): the count is
+// kept by additions as files are recorded (PushCrawlFiles), and this only
+// sets right what a recomputation racing an addition left wrong. At
+// 10,000 crawls in one org a recomputation took the sandbox's database
+// 1-2 s of CPU, and one per crawl end was most of its work.
+func (m *Mongo) healOrgBytesStored(ctx context.Context, oid uuid.UUID) error {
+	if m.orgBytes.recent(oid, time.Now()) {
+		return nil
+	}
+	return m.RecomputeOrgBytesStored(ctx, oid)
 }
 
 // recomputeOrgBytes is one recomputation of the org's bytesStored.
