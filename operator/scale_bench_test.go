@@ -160,7 +160,7 @@ func benchScale(b *testing.B, n int) {
 	// A crawl is counted a minute after it started (its Redis changed
 	// since its first count), at the idle interval after: the last wave's
 	// counts are start-up, not idle writes.
-	if !child.settleMongoWrites(10*time.Second, settle-time.Since(settleStart)) {
+	if !child.settleMongoWrites(idleWindow, settle-time.Since(settleStart)) {
 		b.Logf("idle: MongoDB writes still coming %v after the statuses settled; measuring anyway", time.Since(settleStart).Round(time.Second))
 	}
 	b.Logf("idle: settled in %v", time.Since(settleStart).Round(time.Second))

@@ -22,7 +22,7 @@ type orgBytesRecomputes struct {
 	locks [16]sync.Mutex // striped by org id: one recomputation at a time per org
 
 	mu   sync.Mutex
-	last map[uuid.UUID]recountTime // each org's last successful recomputation here
+	last map[uuid.UUID]recountTime // each org's last recomputation here, whatever its outcome
 }
 
 // recountTime is when a recomputation ended and how long it took.
@@ -37,7 +37,7 @@ type recountTime struct {
 // however often the org's crawls end.
 const healSpacing = 10
 
-// ran notes a successful recomputation of org oid that took took.
+// ran notes a recomputation of org oid that took took.
 func (r *orgBytesRecomputes) ran(oid uuid.UUID, ended time.Time, took time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -47,8 +47,8 @@ func (r *orgBytesRecomputes) ran(oid uuid.UUID, ended time.Time, took time.Durat
 	r.last[oid] = recountTime{ended: ended, took: took}
 }
 
-// recent reports whether org oid was recomputed here within healSpacing
-// times that recomputation's duration before now.
+// recent reports whether org oid's recomputation was tried here within
+// healSpacing times its duration before now.
 func (r *orgBytesRecomputes) recent(oid uuid.UUID, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -92,9 +92,7 @@ func (m *Mongo) RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) erro
 	if m.orgBytes.seal(oid, b) {
 		start := time.Now()
 		b.err = m.recomputeOrgBytes(ctx, oid)
-		if b.err == nil {
-			m.orgBytes.ran(oid, time.Now(), time.Since(start))
-		}
+		m.orgBytes.ran(oid, time.Now(), time.Since(start))
 		close(b.done)
 	}
 	unlock()
@@ -105,16 +103,18 @@ func (m *Mongo) RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) erro
 }
 
 // healOrgBytesStored recomputes the org's bytesStored after a crawl's end,
-// unless this process recomputed it lately (healSpacing): the count is
-// kept by additions as files are recorded (PushCrawlFiles), and this only
-// sets right what a recomputation racing an addition left wrong. At
-// 10,000 crawls in one org a recomputation took the sandbox's database
-// 1-2 s of CPU, and one per crawl end was most of its work.
-func (m *Mongo) healOrgBytesStored(ctx context.Context, oid uuid.UUID) error {
-	if m.orgBytes.recent(oid, time.Now()) {
-		return nil
+// unless this process tried lately (healSpacing): the count is kept by
+// additions as files are recorded (PushCrawlFiles), and this only sets
+// right what a recomputation racing an addition left wrong. At 10,000
+// crawls in one org a recomputation took the sandbox's database 1-2 s of
+// CPU, and one per crawl end was most of its work. A failure is left to
+// a later crawl's end: on a loaded database the scan outlasted the store
+// timeout, and post-crawl tasks retrying it kept the database scanning
+// for answers nobody waited for.
+func (m *Mongo) healOrgBytesStored(ctx context.Context, oid uuid.UUID) {
+	if !m.orgBytes.recent(oid, time.Now()) {
+		_ = m.RecomputeOrgBytesStored(ctx, oid)
 	}
-	return m.RecomputeOrgBytesStored(ctx, oid)
 }
 
 // recomputeOrgBytes is one recomputation of the org's bytesStored.

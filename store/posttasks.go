@@ -19,8 +19,8 @@ import (
 //  2. count its pages into its page counters if successful, else delete
 //     them and zero the counters (a failed or canceled crawl keeps none);
 //  3. recompute its workflow's stats;
-//  4. recompute its org's bytesStored, unless done lately
-//     (healOrgBytesStored);
+//  4. recompute its org's bytesStored, unless tried lately, and
+//     whatever the outcome (healOrgBytesStored);
 //  5. mark the crawl PostCrawlDone.
 //
 // Every step is idempotent, so a restart after a crash anywhere reruns the
@@ -57,9 +57,7 @@ func (m *Mongo) RunPostCrawlTasks(ctx context.Context, crawlID string) (*Crawl, 
 	if err := m.RecomputeWorkflowStats(ctx, c.CID); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	if err := m.healOrgBytesStored(ctx, c.OID); err != nil && !errors.Is(err, ErrNotFound) {
-		return nil, err
-	}
+	m.healOrgBytesStored(ctx, c.OID)
 	if _, err := m.coll(collCrawls).UpdateOne(ctx, bson.M{"_id": crawlID},
 		bson.M{"$set": bson.M{"postCrawlDone": true}}); err != nil {
 		return nil, fmt.Errorf("marking post-crawl tasks done: %w", err)
