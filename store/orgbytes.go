@@ -11,9 +11,9 @@ import (
 
 // orgBytesRecomputes coalesces the recomputations of an org's
 // bytesStored. Each is three sums over all the org's items, so one per
-// recorded file is a scan per file: with thousands of an org's crawls
-// recording files at once (a pause of many, a wave of finishes), a line
-// of scans. Callers that arrive while the org's recomputation runs form
+// change is a scan per change: with many of an org's items changing at
+// once (a wave of deletes, replayed file records after a restart), a
+// line of scans. Callers that arrive while the org's recomputation runs form
 // the next one: it starts after all of them joined, so it reads every
 // change they made before joining, and no caller waits for more than the
 // recomputation before its own.
