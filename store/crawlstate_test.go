@@ -266,14 +266,7 @@ func TestPushCrawlFilesAddsToBytesStored(t *testing.T) {
 	org := mustOrg(t, m, "org")
 	wf := mustWorkflow(t, m, org.ID, "wf", "https://a.example/")
 	mustCrawl(t, m, wf, "c", now())
-	bytesStored := func() int64 {
-		t.Helper()
-		o, err := m.GetOrg(ctx, org.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o.BytesStored
-	}
+	bytesStored := func() int64 { t.Helper(); return orgBytesStored(t, m, org.ID) }
 	drift := func() {
 		t.Helper()
 		if r, err := m.Raw().Collection("organizations").UpdateOne(ctx, bson.M{"_id": org.ID}, bson.M{"$set": bson.M{"bytesStored": 3}}); err != nil || r.ModifiedCount != 1 {

@@ -85,3 +85,13 @@ func finish(t testing.TB, m *mongotest.DB, id, state string, at time.Time, sizes
 		t.Fatalf("finishing %s as %s: ok=%v state=%v err=%v", id, state, ok, cur, err)
 	}
 }
+
+// orgBytesStored reads org oid's bytesStored.
+func orgBytesStored(t testing.TB, m *mongotest.DB, oid uuid.UUID) int64 {
+	t.Helper()
+	o, err := m.GetOrg(context.Background(), oid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o.BytesStored
+}

@@ -21,14 +21,7 @@ func TestProfiles(t *testing.T) {
 		return &store.Profile{ID: id, Name: name, UserID: user, OID: org.ID, Created: now(),
 			Resource: store.ProfileFile{Filename: "profile-" + id.String() + ".tar.gz", Hash: "h", Size: size, DefStorageName: ptr("default")}}
 	}
-	bytesStored := func() int64 {
-		t.Helper()
-		o, err := m.GetOrg(ctx, org.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o.BytesStored
-	}
+	bytesStored := func() int64 { t.Helper(); return orgBytesStored(t, m, org.ID) }
 	a := newProfile(alice, "a", 100)
 	b := newProfile(bob, "b", 20)
 	for _, p := range []*store.Profile{a, b} {
