@@ -41,6 +41,11 @@ func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.Cr
 	}
 	if call == nil {
 		call = &execCall{key: key, crawlID: cj.Spec.ID, tick: *p.Exec, pods: o.Crawlers, now: o.Now.Truncate(time.Second)}
+		oid, err := uuid.Parse(cj.Spec.OID)
+		if call.oid = oid; err != nil {
+			// No org to look at: the store's charge finds the crawl's.
+			call.tick.Look = false
+		}
 		if o.Redis != nil && o.Redis.Reachable {
 			call.pending = o.Redis.Size
 		}
@@ -88,6 +93,7 @@ func (c *Controller) chargeExecBatch(ctx context.Context, calls []*execCall) {
 			call.answer = &execAnswer{LastUpdate: clock.LastUpdate}
 		}
 	}
+	c.lookAtOrgs(ctx, calls)
 	counting := slices.DeleteFunc(slices.Clone(calls), func(call *execCall) bool { return call.err != nil || call.answer != nil })
 	var orgErr error
 	owed := 0
@@ -104,13 +110,44 @@ func (c *Controller) chargeExecBatch(ctx context.Context, calls []*execCall) {
 		}
 		if tick.Org != nil {
 			call.answer.PauseReason = quotaPauseReason(tick.Org, call.pending, call.now)
-			call.answer.QuotaFree = quotaFree(tick.Org)
+			call.answer.QuotaFree, call.answer.Looked = quotaFree(tick.Org), call.now
 		}
 	}
 	if orgErr != nil {
 		// The crawls are counted; their orgs get the seconds with their
 		// next charge, and the quota checks wait for it.
 		c.log.Warn("charging orgs exec seconds failed, owed to their next charge", "crawls", owed, "err", orgErr)
+	}
+}
+
+// lookAtOrgs answers the batch's looks (execTick.Look) with one read of
+// their orgs: a look whose org still has no quota moves no clock and
+// writes nothing; one whose org has a quota now, or is gone, is counted
+// with the batch.
+func (c *Controller) lookAtOrgs(ctx context.Context, calls []*execCall) {
+	var looks []*execCall
+	var oids []uuid.UUID
+	for _, call := range calls {
+		if call.err == nil && call.answer == nil && call.tick.Look {
+			looks = append(looks, call)
+			oids = append(oids, call.oid)
+		}
+	}
+	if len(looks) == 0 {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, c.cfg.StoreTimeout)
+	orgs, err := c.store.GetOrgs(sctx, oids)
+	cancel()
+	for _, call := range looks {
+		switch org := orgs[call.oid]; {
+		case err != nil:
+			call.err = fmt.Errorf("reading org for its quotas: %w", err)
+		case org != nil && quotaFree(org):
+			call.answer = &execAnswer{LastUpdate: *call.tick.Since, QuotaFree: true, Looked: call.now}
+		default:
+			call.tick.Look = false
+		}
 	}
 }
 

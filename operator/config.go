@@ -174,13 +174,15 @@ type Config struct {
 	// seconds are counted and charged to its org (upstream's 60 s); the
 	// quotas' automatic pauses are checked at the same pace.
 	ExecAccountingInterval time.Duration
-	// ExecIdleAccountingInterval is how often an idle running crawl (its
-	// Redis showed nothing new since its last count) is counted instead,
-	// when its org had no quota to enforce at that count: no storage or
-	// execution-time quota, not read-only. No second is lost (a count
-	// covers every second since the last); what waits is the number shown,
-	// and an idle crawl costs no database write a minute. Zero, or less
-	// than ExecAccountingInterval, counts every crawl at that pace.
+	// ExecIdleAccountingInterval is how often the org of an idle running
+	// crawl (its Redis showed nothing new since its last count) is read
+	// again, when it had no quota to enforce at the last read: no storage
+	// or execution-time quota, not read-only. Such a crawl is not counted
+	// while it stays idle, so idling writes nothing; the count that comes
+	// (it changes, a crawler exits, a cancel, a new month, a quota on its
+	// org) covers every second since the last. What waits is the number
+	// shown. Zero, or less than ExecAccountingInterval, counts every crawl
+	// at that pace.
 	ExecIdleAccountingInterval time.Duration
 	// MaxCrawlerRestarts fails a crawl once its crawler containers have
 	// restarted this many times in all, however much they got done in

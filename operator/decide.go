@@ -37,9 +37,10 @@ type observed struct {
 	// ExecClock is when the crawl's crawler seconds were last counted,
 	// nil while the operator does not know (execCharges).
 	ExecClock *time.Time
-	// ExecQuotaFree: the crawl's org had no quota to enforce at its last
-	// count (execAnswer.QuotaFree).
-	ExecQuotaFree bool
+	// ExecQuotaFreeAt is when the crawl's org was last read and had no
+	// quota to enforce (execAnswer.QuotaFree); zero when it had one, or
+	// the last count read no org.
+	ExecQuotaFreeAt time.Time
 	// Exec is the store's answer to the plan's accounting tick, nil when
 	// there was none or it failed. The sync learns it after decide.
 	Exec *execAnswer

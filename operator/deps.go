@@ -87,6 +87,9 @@ type CrawlStore interface {
 	GetCrawlByID(ctx context.Context, id string) (*store.Crawl, error)
 	// GetOrg returns an org (for its concurrency quota).
 	GetOrg(ctx context.Context, id uuid.UUID) (*store.Org, error)
+	// GetOrgs returns orgs by id in one query (for the quotas an idle
+	// crawl's accounting looks for); an id without an org is absent.
+	GetOrgs(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*store.Org, error)
 	// AddPages inserts page documents in one write, skipping ids already
 	// stored.
 	AddPages(ctx context.Context, pages []store.Page) (int, error)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -57,6 +58,7 @@ type execCall struct {
 	key     string
 	ctx     context.Context
 	crawlID string
+	oid     uuid.UUID
 	tick    execTick
 	pods    map[int]*corev1.Pod
 	now     time.Time
@@ -79,23 +81,25 @@ func (ec *execCharges) forget(key string) {
 	ec.mu.Unlock()
 }
 
-// execClock is when a job's crawler seconds were last counted, and
-// whether its org had no quota to enforce then.
+// execClock is when a job's crawler seconds were last counted, and when
+// its org was last read and had no quota to enforce (zero: it had one,
+// or the count read no org).
 type execClock struct {
-	at        time.Time
-	quotaFree bool
+	at          time.Time
+	quotaFreeAt time.Time
 }
 
 // clock returns when key's crawler seconds were last counted (nil while
-// this operator does not know) and whether its org had no quota then.
-func (ec *execCharges) clock(key string) (*time.Time, bool) {
+// this operator does not know) and when its org was last seen without
+// a quota (execClock).
+func (ec *execCharges) clock(key string) (*time.Time, time.Time) {
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
 	c, ok := ec.clocks[key]
 	if !ok {
-		return nil, false
+		return nil, time.Time{}
 	}
-	return &c.at, c.quotaFree
+	return &c.at, c.quotaFreeAt
 }
 
 // take returns key's call and whether it is done. A done call is given
@@ -209,7 +213,11 @@ func (ec *execCharges) settle(call *execCall) {
 	}
 	a := call.answer
 	if a != nil && !a.LastUpdate.IsZero() {
-		ec.clocks[call.key] = execClock{at: a.LastUpdate, quotaFree: a.QuotaFree}
+		clock := execClock{at: a.LastUpdate}
+		if a.QuotaFree {
+			clock.quotaFreeAt = a.Looked
+		}
+		ec.clocks[call.key] = clock
 	}
 	if call.err == nil && (a == nil || a.PauseReason == "") {
 		delete(ec.m, call.key)

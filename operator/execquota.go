@@ -32,6 +32,11 @@ type execTick struct {
 	// is being deleted), so what the pass leads to does not outrun it;
 	// the periodic ticks are answered in the background.
 	Wait bool
+	// Look: an idle crawl of an org that had no quota at the last look
+	// (Config.ExecIdleAccountingInterval). Its org is read again and
+	// nothing is written, unless the org has a quota now: then the tick
+	// counts as any other.
+	Look bool
 }
 
 // execAnswer is what a tick left: the crawl's clock afterwards and the
@@ -40,9 +45,12 @@ type execAnswer struct {
 	LastUpdate  time.Time
 	PauseReason string
 	// QuotaFree: the org had no quota a count could reach (no storage or
-	// execution-time quota, not read-only), so an idle crawl of it may be
-	// counted less often (Config.ExecIdleAccountingInterval).
+	// execution-time quota, not read-only) when it was read at Looked,
+	// so an idle crawl of it is not counted while it stays idle
+	// (Config.ExecIdleAccountingInterval). Looked is zero when the tick
+	// read no org.
 	QuotaFree bool
+	Looked    time.Time
 }
 
 // execCounted reports whether crawler time is charged in state: not
@@ -84,12 +92,14 @@ func podExecSeconds(pods map[int]*corev1.Pod, since, now time.Time) (seconds int
 }
 
 // accountExec plans the pass's accounting tick, if one is due: the first
-// one once the crawl runs (it learns the clock), then one per interval
-// (the idle interval for an idle crawl of an org without quotas), one in
-// a new month, one when a crawler exits and one when the crawl is
+// one once the crawl runs (it learns the clock), then one per interval,
+// one in a new month, one when a crawler exits and one when the crawl is
 // canceled, each only if it has seconds to count (so a paused crawl
-// writes nothing). It runs after the pass's state changes, so a crawl that just
-// started or ended is counted as such.
+// writes nothing). An idle crawl of an org without quotas is not counted
+// while it stays idle: a look at its org every idle interval, which
+// writes nothing, stands in for the count (idleLook). It runs after the
+// pass's state changes, so a crawl that just started or ended is counted
+// as such.
 func (p *plan) accountExec(cj *trawlerv1.CrawlJob, o observed, cfg Config) {
 	if !execCounted(p.Reaches) || len(o.Crawlers) == 0 && o.ExecClock == nil {
 		return
@@ -102,15 +112,30 @@ func (p *plan) accountExec(cj *trawlerv1.CrawlJob, o observed, cfg Config) {
 	}
 	since := *o.ExecClock
 	seconds, newExit := podExecSeconds(o.Crawlers, since, now)
-	interval := cfg.ExecAccountingInterval
-	if o.ExecQuotaFree && quietSince(o.Redis, since) {
-		interval = max(interval, cfg.ExecIdleAccountingInterval)
+	if seconds == 0 {
+		return
 	}
-	due := now.Sub(since) >= interval || store.YearMonth(now) != store.YearMonth(since) || newExit ||
-		cj.DeletionTimestamp != nil
-	if due && seconds > 0 {
+	at := store.YearMonth(now) != store.YearMonth(since) || newExit || cj.DeletionTimestamp != nil
+	switch {
+	case at:
 		p.Exec = &execTick{Since: &since, Seconds: seconds, Wait: newExit || cj.DeletionTimestamp != nil}
+	case idleLook(o, since, cfg):
+		if now.Sub(o.ExecQuotaFreeAt) >= cfg.ExecIdleAccountingInterval {
+			p.Exec = &execTick{Since: &since, Seconds: seconds, Look: true}
+		}
+	case now.Sub(since) >= cfg.ExecAccountingInterval:
+		p.Exec = &execTick{Since: &since, Seconds: seconds}
 	}
+}
+
+// idleLook reports whether a crawl's count waits for it to change: its
+// Redis has shown nothing new since the count at since, and its org had
+// no quota to enforce at the last look (ExecQuotaFreeAt). No second is
+// lost: the count that comes (the crawl busy again, a crawler's exit, a
+// cancel, a new month, a quota on the org) covers every one since.
+func idleLook(o observed, since time.Time, cfg Config) bool {
+	return cfg.ExecIdleAccountingInterval > cfg.ExecAccountingInterval && !o.ExecQuotaFreeAt.IsZero() &&
+		quietSince(o.Redis, since)
 }
 
 // quietSince reports whether the crawl's Redis, reachable, has shown

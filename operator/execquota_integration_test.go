@@ -283,12 +283,14 @@ func (h *harness) startMailingOperator(emailPrefix string) *store.User {
 	return owner
 }
 
-// TestIdleCrawlCountedAtTheIdleInterval: a crawl whose Redis shows nothing
-// new, in an org without quotas, is counted at the idle interval, not
-// every accounting interval, so idling costs no database write; in an org
-// with an execution-time quota it is counted every interval. No second is
-// lost: its cancel counts every second since the last count.
-func TestIdleCrawlCountedAtTheIdleInterval(t *testing.T) {
+// TestIdleCrawlNotCountedWhileIdle: a crawl whose Redis shows nothing
+// new, in an org without quotas, is not counted while it stays idle, so
+// idling costs no database write: every idle interval the operator only
+// looks at the org, and once the org has a quota the look counts the
+// crawl, every accounting interval from then on. In an org with an
+// execution-time quota it is counted every interval. No second is lost:
+// its cancel counts every second since the last count.
+func TestIdleCrawlNotCountedWhileIdle(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		quota bool
@@ -306,7 +308,7 @@ func TestIdleCrawlCountedAtTheIdleInterval(t *testing.T) {
 			}
 			cfg := h.config()
 			cfg.ExecAccountingInterval = time.Second
-			cfg.ExecIdleAccountingInterval = time.Hour
+			cfg.ExecIdleAccountingInterval = 2 * time.Second
 			cfg.Resync = time.Second
 			h.startOperatorWith(cfg, h.deps())
 			// Its second page takes an hour: the crawl runs, its Redis still.
@@ -327,10 +329,22 @@ func TestIdleCrawlCountedAtTheIdleInterval(t *testing.T) {
 					counted = h.crawl(id).CrawlExecSeconds
 					return counted == before
 				})
-				time.Sleep(5 * cfg.ExecAccountingInterval) // the window watched, not a synchronisation
+				time.Sleep(3 * cfg.ExecIdleAccountingInterval) // the window watched (three looks), not a synchronisation
 				if now := h.crawl(id).CrawlExecSeconds; now != counted {
-					t.Fatalf("idle crawl counted: crawlExecSeconds %d, %d five intervals before", now, counted)
+					t.Fatalf("idle crawl counted: crawlExecSeconds %d, %d three idle intervals before", now, counted)
 				}
+				minutes := int64(1000)
+				if err := h.store.UpdateOrgQuotas(ctx, h.org, store.QuotasUpdate{MaxExecMinutesPerMonth: &minutes,
+					Modified: time.Now()}); err != nil {
+					t.Fatal(err)
+				}
+				h.waitFor("the idle crawl counted once its org has a quota", 30*time.Second, func() bool {
+					return h.crawl(id).CrawlExecSeconds > counted
+				})
+				counted = h.crawl(id).CrawlExecSeconds
+				h.waitFor("counted every interval since", 30*time.Second, func() bool {
+					return h.crawl(id).CrawlExecSeconds >= counted+3
+				})
 			}
 			// A cancel (the crawler is mid-page: a stop would wait an hour for
 			// it) is counted before the pods go.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -74,61 +75,68 @@ func TestAccountExec(t *testing.T) {
 		want    *execTick
 		// unknown: the operator does not know the clock (lut otherwise).
 		unknown bool
-		// quotaFree: the org had no quota at the last count; redis is
-		// what the poller shows.
-		quotaFree bool
-		redis     *redisState
+		// quotaFreeAt: when the org was last read without a quota (zero:
+		// it had one); redis is what the poller shows.
+		quotaFreeAt time.Time
+		redis       *redisState
 	}{
 		// The first pass with a running crawl learns the clock.
-		{"First", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, &execTick{}, true, false, nil},
-		{"FirstWithoutPods", store.StateRunning, newJob(1), nil, lut, nil, true, false, nil},
+		{"First", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, &execTick{}, true, time.Time{}, nil},
+		{"FirstWithoutPods", store.StateRunning, newJob(1), nil, lut, nil, true, time.Time{}, nil},
 		// A new leader learns it before what the pass leads to.
 		{"FirstAfterExit", store.StateComplete, newJob(1), map[int]*corev1.Pod{0: exited(0, t0, lut)}, lut,
-			&execTick{Wait: true}, true, false, nil},
+			&execTick{Wait: true}, true, time.Time{}, nil},
 		{"FirstWhenDeleted", store.StateCanceled, newJob(1, func(cj *trawlerv1.CrawlJob) { cj.DeletionTimestamp = mtime(lut) }),
-			map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, &execTick{Wait: true}, true, false, nil},
-		{"NotDue", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(59 * time.Second), nil, false, false, nil},
+			map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, &execTick{Wait: true}, true, time.Time{}, nil},
+		{"NotDue", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(59 * time.Second), nil, false, time.Time{}, nil},
 		{"Due", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Minute),
-			&execTick{Since: &lut, Seconds: 60}, false, false, nil},
+			&execTick{Since: &lut, Seconds: 60}, false, time.Time{}, nil},
 		{"DueTwoPods", store.StateRunning, newJob(2),
-			map[int]*corev1.Pod{0: runningSince(0, t0), 1: runningSince(1, t0)}, lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 120}, false, false, nil},
+			map[int]*corev1.Pod{0: runningSince(0, t0), 1: runningSince(1, t0)}, lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 120}, false, time.Time{}, nil},
 		// A crawler's exit is counted at once.
 		{"Exit", store.StateComplete, newJob(1), map[int]*corev1.Pod{0: exited(0, t0, lut.Add(10*time.Second))},
-			lut.Add(15 * time.Second), &execTick{Since: &lut, Seconds: 10, Wait: true}, false, false, nil},
+			lut.Add(15 * time.Second), &execTick{Since: &lut, Seconds: 10, Wait: true}, false, time.Time{}, nil},
 		// A deleted (canceled) crawl is counted at once, before teardown.
 		{"Deleted", store.StateCanceled, newJob(1, func(cj *trawlerv1.CrawlJob) { cj.DeletionTimestamp = mtime(lut) }),
-			map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(5 * time.Second), &execTick{Since: &lut, Seconds: 5, Wait: true}, false, false, nil},
+			map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(5 * time.Second), &execTick{Since: &lut, Seconds: 5, Wait: true}, false, time.Time{}, nil},
 		// Idle: due, but nothing ran since the last count, so nothing is
 		// written.
 		{"NothingRan", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: exited(0, t0, lut.Add(-time.Second))},
-			lut.Add(2 * time.Minute), nil, false, false, nil},
+			lut.Add(2 * time.Minute), nil, false, time.Time{}, nil},
 		// Waiting and paused crawls are charged nothing.
-		{"Waiting", store.StateWaitingCapacity, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Hour), nil, false, false, nil},
-		{"Starting", store.StateStarting, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, nil, false, false, nil},
-		{"Paused", store.StatePausedTimeQuota, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Hour), nil, false, false, nil},
-		// An idle crawl of an org without quotas is counted at the idle
-		// interval, every second since the last count included.
+		{"Waiting", store.StateWaitingCapacity, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Hour), nil, false, time.Time{}, nil},
+		{"Starting", store.StateStarting, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut, nil, false, time.Time{}, nil},
+		{"Paused", store.StatePausedTimeQuota, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)}, lut.Add(time.Hour), nil, false, time.Time{}, nil},
+		// An idle crawl of an org without quotas is not counted while it
+		// stays idle: its org is looked at every idle interval.
 		{"IdleQuotaFreeNotDue", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)},
-			lut.Add(9 * time.Minute), nil, false, true, quiet},
-		{"IdleQuotaFreeDue", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)},
-			lut.Add(10 * time.Minute), &execTick{Since: &lut, Seconds: 600}, false, true, quiet},
+			lut.Add(9 * time.Minute), nil, false, lut, quiet},
+		{"IdleQuotaFreeLook", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)},
+			lut.Add(10 * time.Minute), &execTick{Since: &lut, Seconds: 600, Look: true}, false, lut, quiet},
+		{"IdleQuotaFreeLookedLately", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)},
+			lut.Add(15 * time.Minute), nil, false, lut.Add(10 * time.Minute), quiet},
+		{"IdleQuotaFreeLookDue", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)},
+			lut.Add(20 * time.Minute), &execTick{Since: &lut, Seconds: 1200, Look: true}, false, lut.Add(10 * time.Minute), quiet},
+		// A crawler's exit is counted at once, idle or not.
+		{"IdleQuotaFreeExit", store.StateComplete, newJob(1), map[int]*corev1.Pod{0: exited(0, t0, lut.Add(10*time.Second))},
+			lut.Add(15 * time.Second), &execTick{Since: &lut, Seconds: 10, Wait: true}, false, lut, quiet},
 		// Not idle (its Redis changed after the count, or cannot be read),
 		// or its org has a quota: every interval.
 		{"BusyQuotaFree", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)},
-			lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 60}, false, true, &redisState{Reachable: true, Since: lut.Add(time.Second)}},
+			lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 60}, false, lut, &redisState{Reachable: true, Since: lut.Add(time.Second)}},
 		{"UnreachableQuotaFree", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)},
-			lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 60}, false, true, &redisState{Since: lut.Add(-time.Hour)}},
+			lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 60}, false, lut, &redisState{Since: lut.Add(-time.Hour)}},
 		{"IdleWithQuota", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)},
-			lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 60}, false, false, quiet},
+			lut.Add(time.Minute), &execTick{Since: &lut, Seconds: 60}, false, time.Time{}, quiet},
 		// A new month is counted at once, so the seconds before it stay in
 		// the month they ran in.
 		{"NewMonth", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)},
-			monthEnd.Add(5 * time.Second), &execTick{Since: &monthLut, Seconds: 10}, false, true, quiet},
+			monthEnd.Add(5 * time.Second), &execTick{Since: &monthLut, Seconds: 10}, false, lut, quiet},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := plan{Reaches: c.state}
-			o := observed{Now: c.now, Crawlers: c.crawler, ExecClock: &lut, ExecQuotaFree: c.quotaFree, Redis: c.redis}
+			o := observed{Now: c.now, Crawlers: c.crawler, ExecClock: &lut, ExecQuotaFreeAt: c.quotaFreeAt, Redis: c.redis}
 			if c.now.After(monthEnd) {
 				o.ExecClock = &monthLut
 			}
@@ -142,7 +150,7 @@ func TestAccountExec(t *testing.T) {
 			case c.want != nil && p.Exec == nil:
 				t.Fatalf("no tick, want %+v", *c.want)
 			case c.want != nil && (p.Exec.Seconds != c.want.Seconds || (p.Exec.Since == nil) != (c.want.Since == nil) ||
-				p.Exec.Since != nil && !p.Exec.Since.Equal(*c.want.Since) || p.Exec.Wait != c.want.Wait):
+				p.Exec.Since != nil && !p.Exec.Since.Equal(*c.want.Since) || p.Exec.Wait != c.want.Wait || p.Exec.Look != c.want.Look):
 				t.Fatalf("tick %+v, want %+v", *p.Exec, *c.want)
 			}
 		})
@@ -255,5 +263,45 @@ func TestChargeExecLearnsTheClock(t *testing.T) {
 	}
 	if n := m.callCount("ChargeCrawlsExec"); n != 2 {
 		t.Fatalf("%d store calls for a batch of 3, want 2", n)
+	}
+}
+
+// TestChargeExecLooksAtIdleOrgs: a look (an idle crawl of an org that had
+// no quota) reads the org and writes nothing while the org still has
+// none; once the org has a quota, the look counts every second since the
+// crawl's last count, in the same batch. One read of the orgs per batch.
+func TestChargeExecLooksAtIdleOrgs(t *testing.T) {
+	m := newMemStore()
+	free, quota := uuid.New(), uuid.New()
+	m.orgs[free] = &store.Org{ID: free}
+	m.orgs[quota] = &store.Org{ID: quota, Quotas: store.OrgQuotas{StorageQuota: 1 << 40}}
+	stored := t0.Add(time.Minute)
+	for id, oid := range map[string]uuid.UUID{"free": free, "quota": quota} {
+		m.addCrawl(id)
+		m.crawls[id].OID, m.crawls[id].LastExecUpdate = oid, &stored
+	}
+	c := &Controller{store: m, cfg: testConfig()}
+	pods := map[int]*corev1.Pod{0: runningSince(0, t0)}
+	now := stored.Add(10 * time.Minute)
+	look := execTick{Since: &stored, Seconds: 600, Look: true}
+	calls := []*execCall{
+		{crawlID: "free", oid: free, tick: look, pods: pods, now: now},
+		{crawlID: "quota", oid: quota, tick: look, pods: pods, now: now},
+	}
+	c.chargeExecBatch(context.Background(), calls)
+	if a := calls[0].answer; calls[0].err != nil || a == nil || !a.LastUpdate.Equal(stored) || !a.QuotaFree || !a.Looked.Equal(now) {
+		t.Fatalf("look at a quota-free org: answer %+v, %v; want the clock kept, quota-free looked at now", a, calls[0].err)
+	}
+	if cr := m.crawls["free"]; !cr.LastExecUpdate.Equal(stored) || cr.CrawlExecSeconds != 0 {
+		t.Fatalf("idle crawl of a quota-free org: stored clock %v and %d s, want nothing written", cr.LastExecUpdate, cr.CrawlExecSeconds)
+	}
+	if a := calls[1].answer; calls[1].err != nil || a == nil || !a.LastUpdate.Equal(now) || a.QuotaFree {
+		t.Fatalf("look at an org with a quota: answer %+v, %v; want counted at now", a, calls[1].err)
+	}
+	if cr := m.crawls["quota"]; cr.CrawlExecSeconds != 600 {
+		t.Fatalf("idle crawl of an org with a quota: %d s stored, want the 600 since its last count", cr.CrawlExecSeconds)
+	}
+	if looks, charges := m.callCount("GetOrgs"), m.callCount("ChargeCrawlsExec"); looks != 1 || charges != 1 {
+		t.Fatalf("%d org reads and %d charges, want 1 and 1", looks, charges)
 	}
 }

@@ -246,6 +246,22 @@ func (m *memStore) GetOrg(_ context.Context, id uuid.UUID) (*store.Org, error) {
 	return nil, store.NotFound("org_not_found")
 }
 
+func (m *memStore) GetOrgs(_ context.Context, ids []uuid.UUID) (map[uuid.UUID]*store.Org, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.enter("GetOrgs"); err != nil {
+		return nil, err
+	}
+	out := map[uuid.UUID]*store.Org{}
+	for _, id := range ids {
+		if o := m.orgs[id]; o != nil {
+			cp := *o
+			out[id] = &cp
+		}
+	}
+	return out, nil
+}
+
 func (m *memStore) ChargeCrawlsExec(_ context.Context, charges []store.CrawlExecCharge) []store.ExecTick {
 	m.mu.Lock()
 	defer m.mu.Unlock()

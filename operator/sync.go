@@ -205,7 +205,7 @@ func (c *Controller) ensureFinalizer(ctx context.Context, cj *trawlerv1.CrawlJob
 func (c *Controller) observe(ctx context.Context, key string, cj *trawlerv1.CrawlJob) (observed, error) {
 	o := observed{Now: c.clock.Now(), Crawlers: map[int]*corev1.Pod{},
 		PVCs: map[string]*corev1.PersistentVolumeClaim{}, OrgSlotFree: true}
-	o.ExecClock, o.ExecQuotaFree = c.exec.clock(key)
+	o.ExecClock, o.ExecQuotaFreeAt = c.exec.clock(key)
 	pods, err := c.podsByCrawl.list(cj.Namespace, cj.Spec.ID)
 	if err != nil {
 		return o, fmt.Errorf("listing pods: %w", err)

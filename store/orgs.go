@@ -47,6 +47,28 @@ func (m *Mongo) GetOrg(ctx context.Context, id uuid.UUID) (*Org, error) {
 	return m.findOrg(ctx, bson.M{"_id": id})
 }
 
+// GetOrgs returns the orgs with the given ids in one query, by id; an
+// id without an org is absent from the map.
+func (m *Mongo) GetOrgs(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*Org, error) {
+	in := make(bson.A, len(ids))
+	for i, id := range ids {
+		in[i] = id
+	}
+	cur, err := m.coll(collOrgs).Find(ctx, bson.M{"_id": bson.M{"$in": in}})
+	if err != nil {
+		return nil, fmt.Errorf("finding orgs: %w", err)
+	}
+	var orgs []Org
+	if err := cur.All(ctx, &orgs); err != nil {
+		return nil, fmt.Errorf("reading orgs: %w", err)
+	}
+	byID := make(map[uuid.UUID]*Org, len(orgs))
+	for i := range orgs {
+		byID[orgs[i].ID] = &orgs[i]
+	}
+	return byID, nil
+}
+
 // GetDefaultOrg returns the org marked default.
 //
 // Errors: NotFound("org_not_found") before EnsureDefaultOrg ran.

@@ -52,6 +52,13 @@ func TestOrgs(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+	t.Run("GetOrgs", func(t *testing.T) {
+		missing := uuid.New()
+		got, err := m.GetOrgs(ctx, []uuid.UUID{a.ID, missing, b.ID})
+		if err != nil || len(got) != 2 || got[a.ID].Name != "alpha" || got[b.ID].Name != "beta" || got[missing] != nil {
+			t.Fatalf("GetOrgs = %v, %v; want alpha and beta, no missing", got, err)
+		}
+	})
 	t.Run("Rename", func(t *testing.T) {
 		if err := m.RenameOrg(ctx, b.ID, "alpha"); !errors.Is(err, store.ErrConflict) {
 			t.Fatalf("rename to a taken name: %v, want conflict", err)
