@@ -41,6 +41,9 @@ func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.Cr
 	}
 	if call == nil {
 		call = &execCall{key: key, crawlID: cj.Spec.ID, tick: *p.Exec, pods: o.Crawlers, now: o.Now.Truncate(time.Second)}
+		if !p.Exec.Until.IsZero() {
+			call.now = p.Exec.Until
+		}
 		oid, err := uuid.Parse(cj.Spec.OID)
 		if call.oid = oid; err != nil {
 			// No org to look at: the store's charge finds the crawl's.

@@ -37,6 +37,11 @@ type execTick struct {
 	// nothing is written, unless the org has a quota now: then the tick
 	// counts as any other.
 	Look bool
+	// Until is when the count ends: the pass's now, or the last second
+	// of the month of Since when a month ended since then, so that
+	// month's seconds are charged to it (the next pass counts the rest).
+	// Zero without Since.
+	Until time.Time
 }
 
 // execAnswer is what a tick left: the crawl's clock afterwards and the
@@ -74,8 +79,8 @@ func podExecSeconds(pods map[int]*corev1.Pod, since, now time.Time) (seconds int
 			start, end = cs.State.Running.StartedAt.Time, now
 		case cs.State.Terminated != nil:
 			t := cs.State.Terminated
-			start, end = t.StartedAt.Time, t.FinishedAt.Time
-			if end.After(since) {
+			start, end = t.StartedAt.Time, earlier(t.FinishedAt.Time, now)
+			if t.FinishedAt.After(since) {
 				newExit = true
 			}
 		default:
@@ -111,21 +116,41 @@ func (p *plan) accountExec(cj *trawlerv1.CrawlJob, o observed, cfg Config) {
 		return
 	}
 	since := *o.ExecClock
-	seconds, newExit := podExecSeconds(o.Crawlers, since, now)
+	until := now
+	if last := lastSecondOfMonth(since); since.Before(last) && last.Before(now) {
+		until = last
+	}
+	seconds, newExit := podExecSeconds(o.Crawlers, since, until)
 	if seconds == 0 {
 		return
 	}
-	at := store.YearMonth(now) != store.YearMonth(since) || newExit || cj.DeletionTimestamp != nil
+	atOnce := store.YearMonth(now) != store.YearMonth(since) || newExit || cj.DeletionTimestamp != nil
 	switch {
-	case at:
-		p.Exec = &execTick{Since: &since, Seconds: seconds, Wait: newExit || cj.DeletionTimestamp != nil}
+	case atOnce:
+		p.Exec = &execTick{Since: &since, Seconds: seconds, Until: until, Wait: newExit || cj.DeletionTimestamp != nil}
 	case idleLook(o, since, cfg):
 		if now.Sub(o.ExecQuotaFreeAt) >= cfg.ExecIdleAccountingInterval {
-			p.Exec = &execTick{Since: &since, Seconds: seconds, Look: true}
+			p.Exec = &execTick{Since: &since, Seconds: seconds, Until: until, Look: true}
 		}
 	case now.Sub(since) >= cfg.ExecAccountingInterval:
-		p.Exec = &execTick{Since: &since, Seconds: seconds}
+		p.Exec = &execTick{Since: &since, Seconds: seconds, Until: until}
 	}
+}
+
+// earlier returns the earlier of two times.
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// lastSecondOfMonth is the last second of t's month (UTC). A count that
+// ends there is charged to that month; the next one, from there, to the
+// month it ends in.
+func lastSecondOfMonth(t time.Time) time.Time {
+	y, m, _ := t.UTC().Date()
+	return time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Second)
 }
 
 // idleLook reports whether a crawl's count waits for it to change: its

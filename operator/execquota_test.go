@@ -131,7 +131,7 @@ func TestAccountExec(t *testing.T) {
 		// A new month is counted at once, so the seconds before it stay in
 		// the month they ran in.
 		{"NewMonth", store.StateRunning, newJob(1), map[int]*corev1.Pod{0: runningSince(0, t0)},
-			monthEnd.Add(5 * time.Second), &execTick{Since: &monthLut, Seconds: 10}, false, lut, quiet},
+			monthEnd.Add(5 * time.Second), &execTick{Since: &monthLut, Seconds: 4, Until: monthEnd.Add(-time.Second)}, false, lut, quiet},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -150,7 +150,8 @@ func TestAccountExec(t *testing.T) {
 			case c.want != nil && p.Exec == nil:
 				t.Fatalf("no tick, want %+v", *c.want)
 			case c.want != nil && (p.Exec.Seconds != c.want.Seconds || (p.Exec.Since == nil) != (c.want.Since == nil) ||
-				p.Exec.Since != nil && !p.Exec.Since.Equal(*c.want.Since) || p.Exec.Wait != c.want.Wait || p.Exec.Look != c.want.Look):
+				p.Exec.Since != nil && !p.Exec.Since.Equal(*c.want.Since) || p.Exec.Wait != c.want.Wait || p.Exec.Look != c.want.Look ||
+				!c.want.Until.IsZero() && !p.Exec.Until.Equal(c.want.Until)):
 				t.Fatalf("tick %+v, want %+v", *p.Exec, *c.want)
 			}
 		})
@@ -263,6 +264,31 @@ func TestChargeExecLearnsTheClock(t *testing.T) {
 	}
 	if n := m.callCount("ChargeCrawlsExec"); n != 2 {
 		t.Fatalf("%d store calls for a batch of 3, want 2", n)
+	}
+}
+
+// TestAccountExecKeepsMonths: a crawl idle for weeks, its org without
+// quotas, is counted month by month: the first pass of a new month counts
+// up to the last second of the month of its last count, so those seconds
+// are charged to it, and the pass after counts on from there at once.
+func TestAccountExecKeepsMonths(t *testing.T) {
+	cfg := testConfig()
+	cfg.ExecIdleAccountingInterval = 10 * time.Minute
+	started := time.Date(2026, 11, 10, 12, 0, 0, 0, time.UTC)
+	novLast, now := time.Date(2026, 11, 30, 23, 59, 59, 0, time.UTC), time.Date(2026, 12, 20, 12, 0, 0, 0, time.UTC)
+	pods := map[int]*corev1.Pod{0: runningSince(0, started)}
+	quietSinceStart := &redisState{Reachable: true, Since: started}
+	p := plan{Reaches: store.StateRunning}
+	p.accountExec(newJob(1), observed{Now: now, Crawlers: pods, ExecClock: &started, ExecQuotaFreeAt: started.Add(time.Hour),
+		Redis: quietSinceStart}, cfg)
+	if want := int64(novLast.Sub(started) / time.Second); p.Exec == nil || p.Exec.Seconds != want || !p.Exec.Until.Equal(novLast) || p.Exec.Look {
+		t.Fatalf("first pass of a new month: tick %+v, want a count of the %d s up to the month's last second", p.Exec, want)
+	}
+	p = plan{Reaches: store.StateRunning}
+	p.accountExec(newJob(1), observed{Now: now, Crawlers: pods, ExecClock: &novLast, ExecQuotaFreeAt: novLast,
+		Redis: quietSinceStart}, cfg)
+	if want := int64(now.Sub(novLast) / time.Second); p.Exec == nil || p.Exec.Seconds != want || !p.Exec.Until.Equal(now) || p.Exec.Look {
+		t.Fatalf("the pass after: tick %+v, want a count of the %d s since", p.Exec, want)
 	}
 }
 
