@@ -91,7 +91,7 @@ func (c *Controller) chargeExecBatch(ctx context.Context, calls []*execCall) {
 			call.err = fmt.Errorf("reading crawl exec clock: %w", clock.Err)
 			continue
 		}
-		call.tick.Since = &clock.LastUpdate
+		call.tick.Since, call.now = &clock.LastUpdate, countUntil(clock.LastUpdate, call.now)
 		if call.tick.Seconds, _ = podExecSeconds(call.pods, clock.LastUpdate, call.now); call.tick.Seconds == 0 {
 			call.answer = &execAnswer{LastUpdate: clock.LastUpdate}
 		}

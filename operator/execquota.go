@@ -116,10 +116,7 @@ func (p *plan) accountExec(cj *trawlerv1.CrawlJob, o observed, cfg Config) {
 		return
 	}
 	since := *o.ExecClock
-	until := now
-	if last := lastSecondOfMonth(since); since.Before(last) && last.Before(now) {
-		until = last
-	}
+	until := countUntil(since, now)
 	seconds, newExit := podExecSeconds(o.Crawlers, since, until)
 	if seconds == 0 {
 		return
@@ -145,12 +142,15 @@ func earlier(a, b time.Time) time.Time {
 	return a
 }
 
-// lastSecondOfMonth is the last second of t's month (UTC). A count that
-// ends there is charged to that month; the next one, from there, to the
-// month it ends in.
-func lastSecondOfMonth(t time.Time) time.Time {
-	y, m, _ := t.UTC().Date()
-	return time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Second)
+// countUntil is when a count from since at now ends: now, or the last
+// second of since's month (UTC) when now is past it. A count is charged
+// to the month it ends in; the next one, from there, to its own.
+func countUntil(since, now time.Time) time.Time {
+	y, m, _ := since.UTC().Date()
+	if last := time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Second); since.Before(last) && last.Before(now) {
+		return last
+	}
+	return now
 }
 
 // idleLook reports whether a crawl's count waits for it to change: its

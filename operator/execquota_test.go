@@ -292,6 +292,25 @@ func TestAccountExecKeepsMonths(t *testing.T) {
 	}
 }
 
+// TestChargeExecLearnsAcrossAMonth: a new leader that learns a clock of
+// last month counts up to that month's last second first.
+func TestChargeExecLearnsAcrossAMonth(t *testing.T) {
+	m := newMemStore()
+	m.addCrawl("idle")
+	stored := time.Date(2026, 11, 10, 12, 0, 0, 0, time.UTC)
+	novLast := time.Date(2026, 11, 30, 23, 59, 59, 0, time.UTC)
+	m.crawls["idle"].LastExecUpdate = &stored
+	c := &Controller{store: m, cfg: testConfig()}
+	call := &execCall{crawlID: "idle", pods: map[int]*corev1.Pod{0: runningSince(0, stored)}, now: time.Date(2026, 12, 20, 12, 0, 0, 0, time.UTC)}
+	c.chargeExecBatch(context.Background(), []*execCall{call})
+	if call.err != nil || call.answer == nil || !call.answer.LastUpdate.Equal(novLast) {
+		t.Fatalf("answer %+v, %v; want the clock at the month's last second", call.answer, call.err)
+	}
+	if got, want := m.crawls["idle"].CrawlExecSeconds, int64(novLast.Sub(stored)/time.Second); got != want {
+		t.Fatalf("%d s stored, want the month's %d", got, want)
+	}
+}
+
 // TestChargeExecLooksAtIdleOrgs: a look (an idle crawl of an org that had
 // no quota) reads the org and writes nothing while the org still has
 // none; once the org has a quota, the look counts every second since the
