@@ -1,7 +1,9 @@
 package crawlersim_test
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -235,6 +237,10 @@ func TestStartupStatus(t *testing.T) {
 		code     int
 		statuses []string // status writes of the run
 		messages int
+		// pages is the seed's size, 100 when 0: a case whose prepare
+		// crawls it all keeps it small, within waitLimit on a loaded
+		// machine under -race.
+		pages int
 	}{
 		{
 			name:     "done does nothing",
@@ -270,11 +276,12 @@ func TestStartupStatus(t *testing.T) {
 				c.rdb.Del(context.Background(), "crawls-done")
 			},
 			statuses: []string{"running", "pending-wait", "generate-wacz", "done"},
+			pages:    10,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := newCrawl(t, seedConfig("https://example.com/?sim-pages=100&sim-page-ms=1000"), "")
+			c := newCrawl(t, seedConfig(fmt.Sprintf("https://example.com/?sim-pages=%d&sim-page-ms=1000", cmp.Or(tc.pages, 100))), "")
 			in := c.instance(0)
 			tc.prepare(c, in)
 			mon := c.monitor()
