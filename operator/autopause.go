@@ -113,7 +113,9 @@ func (c *Controller) chargeExecBatch(ctx context.Context, calls []*execCall) {
 		}
 		if tick.Org != nil {
 			call.answer.PauseReason = quotaPauseReason(tick.Org, call.pending, call.now)
-			call.answer.QuotaFree, call.answer.Looked = quotaFree(tick.Org), call.now
+			if quotaFree(tick.Org) {
+				call.answer.QuotaFreeAt = call.now
+			}
 		}
 	}
 	if orgErr != nil {
@@ -147,7 +149,7 @@ func (c *Controller) lookAtOrgs(ctx context.Context, calls []*execCall) {
 		case err != nil:
 			call.err = fmt.Errorf("reading org for its quotas: %w", err)
 		case org != nil && quotaFree(org):
-			call.answer = &execAnswer{LastUpdate: *call.tick.Since, QuotaFree: true, Looked: call.now}
+			call.answer = &execAnswer{LastUpdate: *call.tick.Since, QuotaFreeAt: call.now}
 		default:
 			call.tick.Look = false
 		}

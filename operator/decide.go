@@ -38,7 +38,7 @@ type observed struct {
 	// nil while the operator does not know (execCharges).
 	ExecClock *time.Time
 	// ExecQuotaFreeAt is when the crawl's org was last read and had no
-	// quota to enforce (execAnswer.QuotaFree); zero when it had one, or
+	// quota to enforce (execAnswer.QuotaFreeAt); zero when it had one, or
 	// the last count read no org.
 	ExecQuotaFreeAt time.Time
 	// Exec is the store's answer to the plan's accounting tick, nil when

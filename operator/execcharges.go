@@ -213,11 +213,7 @@ func (ec *execCharges) settle(call *execCall) {
 	}
 	a := call.answer
 	if a != nil && !a.LastUpdate.IsZero() {
-		clock := execClock{at: a.LastUpdate}
-		if a.QuotaFree {
-			clock.quotaFreeAt = a.Looked
-		}
-		ec.clocks[call.key] = clock
+		ec.clocks[call.key] = execClock{at: a.LastUpdate, quotaFreeAt: a.QuotaFreeAt}
 	}
 	if call.err == nil && (a == nil || a.PauseReason == "") {
 		delete(ec.m, call.key)

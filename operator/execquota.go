@@ -49,13 +49,12 @@ type execTick struct {
 type execAnswer struct {
 	LastUpdate  time.Time
 	PauseReason string
-	// QuotaFree: the org had no quota a count could reach (no storage or
-	// execution-time quota, not read-only) when it was read at Looked,
-	// so an idle crawl of it is not counted while it stays idle
-	// (Config.ExecIdleAccountingInterval). Looked is zero when the tick
-	// read no org.
-	QuotaFree bool
-	Looked    time.Time
+	// QuotaFreeAt is when the tick read the org and found no quota a
+	// count could reach (no storage or execution-time quota, not
+	// read-only), so an idle crawl of it is not counted while it stays
+	// idle (Config.ExecIdleAccountingInterval); zero when the org had a
+	// quota or the tick read no org.
+	QuotaFreeAt time.Time
 }
 
 // execCounted reports whether crawler time is charged in state: not

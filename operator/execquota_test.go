@@ -334,13 +334,13 @@ func TestChargeExecLooksAtIdleOrgs(t *testing.T) {
 		{crawlID: "quota", oid: quota, tick: look, pods: pods, now: now},
 	}
 	c.chargeExecBatch(context.Background(), calls)
-	if a := calls[0].answer; calls[0].err != nil || a == nil || !a.LastUpdate.Equal(stored) || !a.QuotaFree || !a.Looked.Equal(now) {
+	if a := calls[0].answer; calls[0].err != nil || a == nil || !a.LastUpdate.Equal(stored) || !a.QuotaFreeAt.Equal(now) {
 		t.Fatalf("look at a quota-free org: answer %+v, %v; want the clock kept, quota-free looked at now", a, calls[0].err)
 	}
 	if cr := m.crawls["free"]; !cr.LastExecUpdate.Equal(stored) || cr.CrawlExecSeconds != 0 {
 		t.Fatalf("idle crawl of a quota-free org: stored clock %v and %d s, want nothing written", cr.LastExecUpdate, cr.CrawlExecSeconds)
 	}
-	if a := calls[1].answer; calls[1].err != nil || a == nil || !a.LastUpdate.Equal(now) || a.QuotaFree {
+	if a := calls[1].answer; calls[1].err != nil || a == nil || !a.LastUpdate.Equal(now) || !a.QuotaFreeAt.IsZero() {
 		t.Fatalf("look at an org with a quota: answer %+v, %v; want counted at now", a, calls[1].err)
 	}
 	if cr := m.crawls["quota"]; cr.CrawlExecSeconds != 600 {
