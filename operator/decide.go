@@ -161,7 +161,7 @@ func decide(cj *trawlerv1.CrawlJob, o observed, cfg Config) plan {
 		// are in the crawl's errors (teardown).
 		p.FailReason = crashes.Reason
 		p.move(transition{To: store.StateFailed, From: store.ActiveStates, Finished: true, Stats: redisStats(o.Redis)})
-	case !active:
+	case !active && !crawlersPaused(cj, o.Redis, p.Scale):
 		p.WaitingReason = schedulingMessage(o.Crawlers)
 		if store.IsRunning(p.Reaches) || (p.Reaches == store.StateStarting && startingTooLong) {
 			p.move(transition{To: store.StateWaitingCapacity, From: waitingCapacityFrom})

@@ -97,15 +97,17 @@ func podExecSeconds(pods map[int]*corev1.Pod, since, now time.Time) (seconds int
 
 // accountExec plans the pass's accounting tick, if one is due: the first
 // one once the crawl runs (it learns the clock), then one per interval,
-// one in a new month, one when a crawler exits and one when the crawl is
-// canceled, each only if it has seconds to count (so a paused crawl
-// writes nothing). An idle crawl of an org without quotas is not counted
+// one in a new month, one when a crawler exits, one when the crawl is
+// canceled and one when it is paused (its crawlers' pods go then, maybe
+// before they exit), each only if it has seconds to count (so a paused
+// crawl writes nothing). An idle crawl of an org without quotas is not counted
 // while it stays idle: a look at its org every idle interval, which
 // writes nothing, stands in for the count (idleLook). It runs after the
 // pass's state changes, so a crawl that just started or ended is counted
 // as such.
 func (p *plan) accountExec(cj *trawlerv1.CrawlJob, o observed, cfg Config) {
-	if !execCounted(p.Reaches) || len(o.Crawlers) == 0 && o.ExecClock == nil {
+	pausing := p.entersPause()
+	if !execCounted(p.Reaches) && !pausing || len(o.Crawlers) == 0 && o.ExecClock == nil {
 		return
 	}
 	now := o.Now.Truncate(time.Second)
@@ -120,7 +122,7 @@ func (p *plan) accountExec(cj *trawlerv1.CrawlJob, o observed, cfg Config) {
 	if seconds == 0 {
 		return
 	}
-	atOnce := store.YearMonth(now) != store.YearMonth(since) || newExit || cj.DeletionTimestamp != nil
+	atOnce := store.YearMonth(now) != store.YearMonth(since) || newExit || cj.DeletionTimestamp != nil || pausing
 	switch {
 	case atOnce:
 		p.Exec = &execTick{Since: &since, Seconds: seconds, Until: until, Wait: newExit || cj.DeletionTimestamp != nil}

@@ -292,6 +292,25 @@ func TestAccountExecKeepsMonths(t *testing.T) {
 	}
 }
 
+// TestAccountExecAtPause: the pass that pauses a crawl counts its running
+// crawlers at once (their pods go with the paused state, maybe before
+// they exit); the passes after it count nothing.
+func TestAccountExecAtPause(t *testing.T) {
+	lut := t0.Add(time.Minute)
+	o := observed{Now: lut.Add(20 * time.Second), Crawlers: map[int]*corev1.Pod{0: runningSince(0, t0), 1: runningSince(1, t0)}, ExecClock: &lut}
+	p := plan{Reaches: store.StateRunning}
+	p.move(transition{To: store.StatePaused, From: store.ActiveStates})
+	p.accountExec(newJob(2), o, testConfig())
+	if p.Exec == nil || p.Exec.Seconds != 40 || !p.Exec.Since.Equal(lut) || p.Exec.Wait {
+		t.Fatalf("tick %+v, want the 40 s of both crawlers since the last count, not waited for", p.Exec)
+	}
+	after := plan{Reaches: store.StatePaused}
+	after.accountExec(newJob(2), o, testConfig())
+	if after.Exec != nil {
+		t.Fatalf("tick %+v on the pass after the pause, want none", *after.Exec)
+	}
+}
+
 // TestChargeExecLearnsAcrossAMonth: a new leader that learns a clock of
 // last month counts up to that month's last second first.
 func TestChargeExecLearnsAcrossAMonth(t *testing.T) {

@@ -133,6 +133,39 @@ func (p *plan) uncharged(st trawlerv1.CrawlJobStatus, active bool, now time.Time
 	p.RunningSince = &t
 }
 
+// crawlersPaused reports whether every crawler of a crawl asked to pause
+// has paused (or failed): their pods may be gone before the store has
+// recorded the pause, which is no reason to wait for capacity.
+func crawlersPaused(cj *trawlerv1.CrawlJob, r *redisState, scale int32) bool {
+	if pauseTime(cj).IsZero() || r == nil || !r.Reachable || scale == 0 {
+		return false
+	}
+	for i := range int(scale) {
+		if s := r.Statuses[k8s.CrawlerName(cj.Spec.ID, i)]; s != statusInterrupted && s != "failed" {
+			return false
+		}
+	}
+	return true
+}
+
+// forgotten are the instances of a paused crawl whose pod is gone and
+// whose :status still says interrupted. Left there, the status would
+// count toward the next pause before the crawler started on resume had
+// paused again (its pod would go with its pages not uploaded).
+func forgotten(cj *trawlerv1.CrawlJob, o observed, scale int32) []string {
+	if o.Redis == nil {
+		return nil
+	}
+	var names []string
+	for i := range int(scale) {
+		name := k8s.CrawlerName(cj.Spec.ID, i)
+		if o.Crawlers[i] == nil && o.Redis.Statuses[name] == statusInterrupted {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 // stalePaused reports whether crawler pod i paused and exited although
 // the crawl is no longer pausing (it was resumed before it reached
 // paused): a Succeeded pod is never restarted, so it is deleted and
@@ -156,7 +189,16 @@ func (p *plan) pauseControl(cj *trawlerv1.CrawlJob, o observed, pausing bool) {
 	if pausing {
 		return
 	}
-	if store.IsPaused(p.Reaches) || !pauseTime(cj).IsZero() {
+	if store.IsPaused(p.Reaches) {
+		p.Control.Unpause = true
+		if store.IsPaused(cj.Status.State) {
+			// Only once the store has recorded the pause: until then a
+			// pass may still count these statuses toward it.
+			p.Control.Forget = forgotten(cj, o, p.Scale)
+		}
+		return
+	}
+	if !pauseTime(cj).IsZero() {
 		p.Control.Unpause = true
 		return
 	}

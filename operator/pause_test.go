@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -67,6 +68,31 @@ func TestDecidePause(t *testing.T) {
 					t.Errorf("control %+v: :paused must go once paused", p.Control)
 				}
 			}},
+		{name: "every crawler interrupted, pods not exited yet, files recorded: paused, pods dropped",
+			job: newJob(2, runningStatus(store.StateRunning, 2), pausedAtSpec(pausedAt), withStopReason(reasonPaused)), at: 75 * time.Second,
+			pods: pods(corev1.PodRunning, corev1.PodSucceeded), redis: reachable("interrupted", "interrupted"),
+			check: func(t *testing.T, p plan) {
+				wantTransition(store.StatePaused)(t, p)
+				wantPods()(t, p)
+				if len(p.Control.Forget) != 0 {
+					t.Errorf("forget %v while the pods are there", p.Control.Forget)
+				}
+			}},
+		{name: "paused again while the store has not recorded it, pods gone: statuses kept, no pod back",
+			job: newJob(2, runningStatus(store.StateRunning, 2), pausedAtSpec(pausedAt), withStopReason(reasonPaused)), at: 76 * time.Second,
+			redis: reachable("interrupted", "interrupted"),
+			check: func(t *testing.T, p plan) {
+				wantTransition(store.StatePaused)(t, p)
+				wantPods()(t, p)
+				if len(p.Control.Forget) != 0 {
+					t.Errorf("forget %v before the store recorded the pause", p.Control.Forget)
+				}
+			}},
+		{name: "stopped while pausing: an interrupted crawler that has not exited is waited for",
+			job: newJob(2, runningStatus(store.StateRunning, 2), pausedAtSpec(pausedAt), withStopReason(reasonPaused),
+				func(cj *trawlerv1.CrawlJob) { cj.Spec.Stopping = true }), at: 70 * time.Second,
+			pods: pods(corev1.PodRunning, corev1.PodSucceeded), redis: reachable("interrupted", "done"),
+			check: func(t *testing.T, p plan) { wantTransition("")(t, p) }},
 		{name: "a pause upload not recorded yet holds the pause",
 			job: newJob(2, runningStatus(store.StateUploadingWACZ, 2), pausedAtSpec(pausedAt), withStopReason(reasonPaused)), at: 75 * time.Second,
 			pods: pods(corev1.PodSucceeded, corev1.PodSucceeded),
@@ -84,6 +110,9 @@ func TestDecidePause(t *testing.T) {
 				wantPods()(t, p)
 				if !p.Children.RedisPod || !p.Control.Unpause {
 					t.Errorf("children %+v control %+v", p.Children, p.Control)
+				}
+				if want := []string{name(0), name(1)}; !slices.Equal(p.Control.Forget, want) {
+					t.Errorf("forget %v, want %v: the gone crawlers' interrupted statuses", p.Control.Forget, want)
 				}
 			}},
 		{name: "paused past the limit: stopped_pause_expired",
@@ -110,6 +139,15 @@ func TestDecidePause(t *testing.T) {
 				wantPods(0, 1)(t, p)
 				if !p.Control.Unpause {
 					t.Errorf("control %+v", p.Control)
+				}
+			}},
+		{name: "resumed, a status still interrupted: forgotten before its crawler starts",
+			job: newJob(2, pausedStatus(80*time.Second)), at: 2 * time.Minute,
+			redis: reachable("", "interrupted"),
+			check: func(t *testing.T, p plan) {
+				wantPods(0, 1)(t, p)
+				if want := []string{name(1)}; !slices.Equal(p.Control.Forget, want) {
+					t.Errorf("forget %v, want %v", p.Control.Forget, want)
 				}
 			}},
 		{name: "resumed and running again: running, reason cleared, paused time not charged",

@@ -3,6 +3,8 @@ package operator_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -67,7 +69,7 @@ func (h *harness) pvcUIDs(id string) map[string]types.UID {
 // TestPauseAndResume is §8.1 items 1, 2 and 4 at the operator: the pause
 // sets <id>:paused, the crawlers upload and exit, the crawl is paused
 // with its files (counted in the org's bytesStored), its crawler pods and then its Redis pod go while every
-// PVC stays; the resume brings the pods back on the same PVCs without
+// PVC stays, and the gone crawlers' interrupted statuses are forgotten; the resume brings the pods back on the same PVCs without
 // the key, and the crawl completes with the files of both parts.
 func TestPauseAndResume(t *testing.T) {
 	h := newHarness(t)
@@ -96,6 +98,10 @@ func TestPauseAndResume(t *testing.T) {
 		return err == nil && org.BytesStored == h.crawl(id).FileSize
 	})
 	h.waitFor("crawler pods deleted", 30*time.Second, func() bool { return h.crawlerPods(id) == 0 })
+	h.waitFor("the gone crawlers' interrupted statuses forgotten", 30*time.Second, func() bool {
+		st, err := rdb.HGetAll(context.Background(), id+":status").Result()
+		return err == nil && !slices.Contains(slices.Collect(maps.Values(st)), "interrupted")
+	})
 	h.waitFor("redis pod deleted", 60*time.Second, func() bool {
 		_, ok := h.pods(id)[k8s.RedisName(id)]
 		return !ok

@@ -109,6 +109,13 @@ func (p *plan) move(t transition) {
 	p.Reaches = t.To
 }
 
+// entersPause reports whether the pass moves the crawl into a paused
+// state.
+func (p *plan) entersPause() bool {
+	n := len(p.Transitions)
+	return n > 0 && store.IsPaused(p.Transitions[n-1].To)
+}
+
 // lookAgainIn asks for a sync after delay (at least a second), keeping
 // the earliest of the pass's requests.
 func (p *plan) lookAgainIn(delay time.Duration) {

@@ -92,6 +92,9 @@ func readAndControl(ctx context.Context, c *redis.Client, id string, ctl redisCo
 		pipe.HDel(ctx, k.StopOne(), name)
 		pipe.HDel(ctx, k.Status(), name)
 	}
+	for _, name := range ctl.Forget {
+		forgetScript.Eval(ctx, pipe, []string{k.Status()}, name, statusInterrupted)
+	}
 	if ctl.Canceled {
 		pipe.Set(ctx, k.Canceled(), "1", 0)
 	}
@@ -147,6 +150,11 @@ func removeDone(ctx context.Context, c *redis.Client, msgs []string) error {
 	}
 	return nil
 }
+
+// forgetScript deletes a :status field only while it holds the value
+// given, so it never deletes what a crawler started since wrote.
+var forgetScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('HDEL', KEYS[1], ARGV[1]) end`)
 
 // pushExitScript (sent whole: a pipeline cannot fall back from EVALSHA)
 // pushes the operator's line about a crawler exit to the

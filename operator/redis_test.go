@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -89,6 +90,28 @@ func TestReadAndControl(t *testing.T) {
 	c.RPush(ctx, k.Done(), "x", "y")
 	if s, err = readAndControl(ctx, client, testID, redisControl{}); err != nil || s.PagesDone != 2 {
 		t.Errorf("list :d: done %d err %v", s.PagesDone, err)
+	}
+}
+
+// TestForgetInterrupted (real Redis): Forget deletes a status only while
+// it says interrupted, so a crawler that started since keeps what it
+// wrote.
+func TestForgetInterrupted(t *testing.T) {
+	_, cfg, c := testRedis(t)
+	ctx := context.Background()
+	k := crawlredis.Keys(testID)
+	c.HSet(ctx, k.Status(), name(0), "interrupted", name(1), "running")
+	client, err := newRedisClient(cfg, testID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	s, err := readAndControl(ctx, client, testID, redisControl{Forget: []string{name(0), name(1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{name(1): "running"}; !maps.Equal(s.Statuses, want) {
+		t.Errorf("statuses %v, want %v", s.Statuses, want)
 	}
 }
 

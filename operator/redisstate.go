@@ -74,6 +74,10 @@ type redisControl struct {
 	// Cleanup lists scaled-down instances whose :stopone and :status fields
 	// are removed, so a later scale-up starts them afresh.
 	Cleanup []string
+	// Forget lists instances whose :status field is deleted if it still
+	// says interrupted: a paused crawl's crawlers report afresh when they
+	// start again, so a pause asked before they do waits for them.
+	Forget []string
 	// Canceled sets <id>:canceled to "1": 1.x crawlers then exit at once
 	// without uploading (a fast cancel).
 	Canceled bool
@@ -84,5 +88,6 @@ type redisControl struct {
 
 func (c redisControl) equal(o redisControl) bool {
 	return c.Stopping == o.Stopping && c.Canceled == o.Canceled && c.Paused == o.Paused && c.Unpause == o.Unpause &&
-		maps.Equal(c.StopOne, o.StopOne) && slices.Equal(c.Cleanup, o.Cleanup) && slices.Equal(c.Exits, o.Exits)
+		maps.Equal(c.StopOne, o.StopOne) && slices.Equal(c.Cleanup, o.Cleanup) &&
+		slices.Equal(c.Forget, o.Forget) && slices.Equal(c.Exits, o.Exits)
 }

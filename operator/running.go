@@ -68,14 +68,16 @@ func (p *plan) running(cj *trawlerv1.CrawlJob, o observed) {
 				succeededDone++
 			}
 		case statusInterrupted:
-			// A crawler that paused and exited; when the crawl is then
-			// stopped, what it uploaded is its final part.
+			// A crawler that paused: it uploaded what it had and exits.
+			// The pause needs no more (upstream's rule): its pod goes
+			// with the paused state. When the crawl is stopped instead,
+			// what it uploaded is its final part, once it has exited.
 			exited := o.Crawlers[i] == nil || o.Crawlers[i].Status.Phase == corev1.PodSucceeded
 			switch {
 			case exited && stopping:
 				done++
 				succeededDone++
-			case exited:
+			case !stopping:
 				interrupted++
 			}
 		case "failed":
@@ -116,8 +118,8 @@ func (p *plan) running(cj *trawlerv1.CrawlJob, o observed) {
 	}
 
 	if pausing && p.Scale > 0 && interrupted+failed >= int(p.Scale) {
-		// Every crawler uploaded what it had and exited: paused, once the
-		// uploads are recorded.
+		// Every crawler uploaded what it had: paused, once the uploads
+		// are recorded.
 		if r.PendingFiles == 0 {
 			p.move(transition{To: pausedState(p.StopReason), From: store.ActiveStates, Stats: stats})
 		}
