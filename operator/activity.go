@@ -26,11 +26,14 @@ type crawlerActivity struct {
 }
 
 // trackActivity works out the crawl's activity. It changes only on an
-// edge, so a steady crawl causes no status writes.
-func (p *plan) trackActivity(st trawlerv1.CrawlJobStatus, o observed, cfg Config, active bool) {
+// edge, so a steady crawl causes no status writes. A crawl resuming from a
+// pause gets its Redis back with its crawler pods, not after they run:
+// the crawlers need it, and the resume would otherwise wait for one pod
+// start after the other.
+func (p *plan) trackActivity(st trawlerv1.CrawlJobStatus, o observed, cfg Config, active, resuming bool) {
 	a := &crawlerActivity{Active: active, InitRedis: st.InitRedis, LastActiveTime: st.LastActiveTime}
 	p.Activity = a
-	if active {
+	if active || resuming {
 		a.InitRedis = true
 		return
 	}

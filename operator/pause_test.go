@@ -77,6 +77,9 @@ func TestDecidePause(t *testing.T) {
 				if len(p.Control.Forget) != 0 {
 					t.Errorf("forget %v while the pods are there", p.Control.Forget)
 				}
+				if a := p.Activity; a.Active || !a.InitRedis || a.LastActiveTime == nil || !a.LastActiveTime.Time.Equal(t0.Add(75*time.Second)) {
+					t.Errorf("activity %+v: the crawlers are done from the paused pass on, redis kept", a)
+				}
 			}},
 		{name: "paused again while the store has not recorded it, pods gone: statuses kept, no pod back",
 			job: newJob(2, runningStatus(store.StateRunning, 2), pausedAtSpec(pausedAt), withStopReason(reasonPaused)), at: 76 * time.Second,
@@ -139,6 +142,24 @@ func TestDecidePause(t *testing.T) {
 				wantPods(0, 1)(t, p)
 				if !p.Control.Unpause {
 					t.Errorf("control %+v", p.Control)
+				}
+			}},
+		{name: "resumed after the redis pod went: it comes back with the crawler pods",
+			job: newJob(2, pausedStatus(80*time.Second), withStatus(func(s *trawlerv1.CrawlJobStatus) { s.InitRedis = false })),
+			at:  10 * time.Minute,
+			check: func(t *testing.T, p plan) {
+				wantPods(0, 1)(t, p)
+				if !p.Children.RedisPod {
+					t.Errorf("children %+v: no redis pod", p.Children)
+				}
+			}},
+		{name: "paused after the redis pod went: it stays gone",
+			job: newJob(2, pausedStatus(80*time.Second), pausedAtSpec(pausedAt), withStatus(func(s *trawlerv1.CrawlJobStatus) { s.InitRedis = false })),
+			at:  10 * time.Minute,
+			check: func(t *testing.T, p plan) {
+				wantPods()(t, p)
+				if p.Children.RedisPod {
+					t.Errorf("children %+v: a redis pod while paused", p.Children)
 				}
 			}},
 		{name: "resumed, a status still interrupted: forgotten before its crawler starts",

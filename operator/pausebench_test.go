@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -273,7 +274,8 @@ func (h *harness) timeAll(cs *crawlStates, resume bool, state string) []time.Dur
 	return took
 }
 
-// commandCounts are the MongoDB commands a store sent, by name.
+// commandCounts are the MongoDB commands a store sent, by name and
+// collection ("update crawls").
 type commandCounts struct {
 	mu sync.Mutex
 	n  map[string]int64
@@ -284,8 +286,8 @@ func (c *commandCounts) writes() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var sum int64
-	for name, n := range c.n {
-		if mongoWriteCommands[name] {
+	for key, n := range c.n {
+		if name, _, _ := strings.Cut(key, " "); mongoWriteCommands[name] {
 			sum += n
 		}
 	}
@@ -299,7 +301,8 @@ func (h *harness) commandCountingStore(counts *commandCounts) *store.Mongo {
 	monitored, err := store.Open(context.Background(), h.env.MongoURI(), h.dbName, store.WithCommandMonitor(&event.CommandMonitor{
 		Started: func(_ context.Context, e *event.CommandStartedEvent) {
 			counts.mu.Lock()
-			counts.n[e.CommandName]++
+			coll, _ := e.Command.Lookup(e.CommandName).StringValueOK()
+			counts.n[e.CommandName+" "+coll]++
 			counts.mu.Unlock()
 		},
 	}))
