@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"golang.org/x/sync/errgroup"
 )
 
 // CrawlExecCharge is one crawl's accounting tick: Seconds of crawler-pod
@@ -195,17 +195,17 @@ func (m *Mongo) chargeOrgsExec(ctx context.Context, charges []CrawlExecCharge, s
 		}
 		oc.ticks = append(oc.ticks, i)
 	}
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, orgChargeCalls)
+	// Each org's error goes to its own ticks, so the group returns none.
+	var g errgroup.Group
+	g.SetLimit(orgChargeCalls)
 	for key, oc := range byOrg {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
+		g.Go(func() error {
 			org, err := m.chargeOrgExec(ctx, key.oid, oc.now, oc.seconds)
 			for _, i := range oc.ticks {
 				ticks[i].Org, ticks[i].OrgErr = org, err
 			}
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 }
