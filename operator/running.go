@@ -56,7 +56,7 @@ func (p *plan) running(cj *trawlerv1.CrawlJob, o observed) {
 	}
 
 	stats := redisStats(r)
-	var done, failed, interrupted, succeededDone int
+	var done, failed, succeededDone int
 	anyRunning := false
 	phases := map[string]bool{}
 	for i := range int(p.Scale) {
@@ -72,13 +72,9 @@ func (p *plan) running(cj *trawlerv1.CrawlJob, o observed) {
 			// The pause needs no more (upstream's rule): its pod goes
 			// with the paused state. When the crawl is stopped instead,
 			// what it uploaded is its final part, once it has exited.
-			exited := o.Crawlers[i] == nil || o.Crawlers[i].Status.Phase == corev1.PodSucceeded
-			switch {
-			case exited && stopping:
+			if exited := o.Crawlers[i] == nil || o.Crawlers[i].Status.Phase == corev1.PodSucceeded; exited && stopping {
 				done++
 				succeededDone++
-			case !stopping:
-				interrupted++
 			}
 		case "failed":
 			failed++
@@ -117,7 +113,7 @@ func (p *plan) running(cj *trawlerv1.CrawlJob, o observed) {
 		return
 	}
 
-	if pausing && p.Scale > 0 && interrupted+failed >= int(p.Scale) {
+	if pausing && crawlersPaused(cj, r, p.Scale) {
 		// Every crawler uploaded what it had: paused, once the uploads
 		// are recorded.
 		if r.PendingFiles == 0 {
