@@ -68,13 +68,17 @@ func (h *harness) pvcUIDs(id string) map[string]types.UID {
 
 // TestPauseAndResume is §8.1 items 1, 2 and 4 at the operator: the pause
 // sets <id>:paused, the crawlers upload and exit, the crawl is paused
-// with its files (counted in the org's bytesStored), its crawler pods and then its Redis pod go while every
-// PVC stays, and the gone crawlers' interrupted statuses are forgotten; the resume brings the pods back on the same PVCs without
-// the key, and the crawl completes with the files of both parts.
+// with its files (counted in the org's bytesStored), its crawler pods and
+// then its Redis pod go while every PVC stays, and the gone crawlers'
+// interrupted statuses are forgotten; the resume brings the pods back on
+// the same PVCs without the key, and the crawl completes with the files
+// of both parts.
 func TestPauseAndResume(t *testing.T) {
 	h := newHarness(t)
 	cfg := h.config()
-	cfg.RedisIdle = 3 * time.Second
+	// Redis goes RedisIdle after the pause: long enough for the test to
+	// read the forgotten statuses on a loaded machine.
+	cfg.RedisIdle = 6 * time.Second
 	h.startOperator(cfg)
 	id := h.startCrawl(crawlOpts{scale: 2, seed: pauseSite})
 	h.waitPagesDone(id, 3)
