@@ -144,7 +144,6 @@ func decide(cj *trawlerv1.CrawlJob, o observed, cfg Config) plan {
 
 	active := crawlerActive(o.Crawlers)
 	p.uncharged(st, active, o.Now)
-	p.trackActivity(st, o, cfg, active, store.IsPaused(p.Reaches) && pauseTime(cj).IsZero())
 	reachable := o.Redis != nil && o.Redis.Reachable
 
 	p.resolveScale(cj.Spec.ID, o, wanted)
@@ -197,13 +196,11 @@ func decide(cj *trawlerv1.CrawlJob, o observed, cfg Config) plan {
 		}
 		p.running(cj, o)
 	}
-	if p.Activity.Active && isPaused(cj, p.Reaches) {
-		// A paused crawl's crawlers are done from the pass that pauses
-		// it, whose status says so: their pods go then, and the Redis
-		// idle timer starts there, with no status write of its own when
-		// they are gone.
-		p.trackActivity(st, o, cfg, false, false)
-	}
+	// After the pass's state changes: a paused crawl's crawlers are done
+	// from the pass that pauses it, whose status says so (their pods go
+	// then, and the Redis idle timer starts there, with no status write
+	// of its own when they are gone).
+	p.trackActivity(st, o, cfg, active && !isPaused(cj, p.Reaches), store.IsPaused(p.Reaches) && pauseTime(cj).IsZero())
 	p.accountExec(cj, o, cfg)
 
 	p.pauseControl(cj, o, isPauseReason(p.StopReason) && !pauseTime(cj).IsZero() && !store.IsPaused(p.Reaches))

@@ -102,9 +102,9 @@ func podExecSeconds(pods map[int]*corev1.Pod, since, now time.Time) (seconds int
 // before they exit), each only if it has seconds to count (so a paused
 // crawl writes nothing). An idle crawl of an org without quotas is not
 // counted while it stays idle: a look at its org every idle interval,
-// which writes nothing, stands in for the count (idleLook). It runs after the
-// pass's state changes, so a crawl that just started or ended is counted
-// as such.
+// which writes nothing, stands in for the count (idleLook). It runs after
+// the pass's state changes, so a crawl that just started or ended is
+// counted as such.
 func (p *plan) accountExec(cj *trawlerv1.CrawlJob, o observed, cfg Config) {
 	pausing := p.entersPause()
 	if !execCounted(p.Reaches) && !pausing || len(o.Crawlers) == 0 && o.ExecClock == nil {
