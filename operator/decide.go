@@ -143,7 +143,9 @@ func decide(cj *trawlerv1.CrawlJob, o observed, cfg Config) plan {
 	}
 
 	active := crawlerActive(o.Crawlers)
-	p.uncharged(st, active, o.Now)
+	// A paused crawl's crawler pods still exiting are not a crawler
+	// running again.
+	p.uncharged(st, active && pauseTime(cj).IsZero(), o.Now)
 	reachable := o.Redis != nil && o.Redis.Reachable
 
 	p.resolveScale(cj.Spec.ID, o, wanted)

@@ -105,6 +105,15 @@ func TestDecidePause(t *testing.T) {
 				return r
 			}(),
 			check: func(t *testing.T, p plan) { wantTransition("")(t, p) }},
+		{name: "paused, its crawler pods still exiting: the time limit's start stays",
+			job: newJob(2, pausedStatus(80*time.Second), pausedAtSpec(pausedAt)), at: 85 * time.Second,
+			pods: pods(corev1.PodRunning, corev1.PodRunning), redis: reachable("interrupted", "interrupted"),
+			check: func(t *testing.T, p plan) {
+				wantTransition("")(t, p)
+				if !p.RunningSince.Time.Equal(t0) {
+					t.Errorf("running since %v, want %v: paused, not running again", p.RunningSince.Time, t0)
+				}
+			}},
 		{name: "paused: no crawler pod, redis kept while idle",
 			job: newJob(2, pausedStatus(80*time.Second), pausedAtSpec(pausedAt)), at: 90 * time.Second,
 			redis: reachable("interrupted", "interrupted"),
