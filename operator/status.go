@@ -235,10 +235,25 @@ func needsStatusUpdate(old, cur trawlerv1.CrawlJobStatus) statusUpdate {
 	if apiequality.Semantic.DeepEqual(old, cur) {
 		return noUpdate
 	}
-	if apiequality.Semantic.DeepEqual(withoutProgress(old), withoutProgress(cur)) {
+	seen := withoutProgress(old)
+	if pauseAsked(old, cur) {
+		// The crawlers' answer brings the state change that carries this
+		// news; until then it waits like progress, and the pass that sees
+		// a hundred crawls paused at once holds no worker for a write.
+		seen.ObservedGeneration, seen.StopReason = cur.ObservedGeneration, cur.StopReason
+	}
+	if apiequality.Semantic.DeepEqual(seen, withoutProgress(cur)) {
 		return progressUpdate
 	}
 	return stateUpdate
+}
+
+// pauseAsked reports whether cur is the first status to see a pause asked
+// in the spec: a new generation seen with a pause reason, in the same
+// state.
+func pauseAsked(old, cur trawlerv1.CrawlJobStatus) bool {
+	return cur.ObservedGeneration != old.ObservedGeneration && cur.State == old.State &&
+		isPauseReason(cur.StopReason) && !isPauseReason(old.StopReason)
 }
 
 // changesChildren reports whether cur records what a pass did to the

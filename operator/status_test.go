@@ -127,6 +127,18 @@ func TestNeedsStatusUpdate(t *testing.T) {
 		{"finished", func(s *trawlerv1.CrawlJobStatus) { s.Finished = mtime(t0) }, stateUpdate},
 		{"a condition", func(s *trawlerv1.CrawlJobStatus) { s.Conditions[0].Status = metav1.ConditionFalse }, stateUpdate},
 		{"the spec generation seen", func(s *trawlerv1.CrawlJobStatus) { s.ObservedGeneration = 2 }, stateUpdate},
+		// The paused state that answers it is written at once.
+		{"a pause asked", func(s *trawlerv1.CrawlJobStatus) { s.ObservedGeneration, s.StopReason = 2, reasonPaused }, progressUpdate},
+		{"a pause asked, and pages", func(s *trawlerv1.CrawlJobStatus) {
+			s.ObservedGeneration, s.StopReason, s.PagesDone = 2, reasonPaused, 3
+		}, progressUpdate},
+		{"a pause asked and answered", func(s *trawlerv1.CrawlJobStatus) {
+			s.ObservedGeneration, s.StopReason, s.State = 2, reasonPaused, store.StatePaused
+		}, stateUpdate},
+		{"a stop asked", func(s *trawlerv1.CrawlJobStatus) { s.ObservedGeneration, s.StopReason = 2, reasonStoppedByUser }, stateUpdate},
+		{"a pause asked with something else", func(s *trawlerv1.CrawlJobStatus) {
+			s.ObservedGeneration, s.StopReason, s.Stopping = 2, reasonPaused, true
+		}, stateUpdate},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
