@@ -32,8 +32,16 @@ func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.Cr
 		return call.answer, nil
 	case call != nil && done:
 		// An earlier pass's charge failed: it moved no clock, so this
-		// pass's tick counts its seconds again.
+		// pass's tick counts its seconds again from the crawler pods.
+		// With none to count now (they went with a pause or a delete),
+		// the failed tick goes again as it was, waited for: the store
+		// takes it once (its clock), and a failure brings the key back
+		// with backoff.
 		c.log.Warn("counting crawl exec seconds failed, counting again", "crawl", cj.Spec.ID, "err", call.err)
+		if failed := call.tick; p.Exec == nil && failed.Since != nil && failed.Seconds > 0 {
+			failed.Wait = true
+			p.Exec = &failed
+		}
 		call = nil
 	}
 	if p.Exec == nil {
@@ -69,10 +77,14 @@ func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.Cr
 	case <-ctx.Done():
 		return nil, nil
 	}
+	if call.err != nil {
+		// Left for the next pass, which counts again (above).
+		return nil, call.err
+	}
 	if call, _ = c.exec.take(key); call == nil {
 		return nil, nil
 	}
-	return call.answer, call.err
+	return call.answer, nil
 }
 
 // chargeExecBatch is a batch of charges in the store and the pauses

@@ -311,6 +311,56 @@ func TestAccountExecAtPause(t *testing.T) {
 	}
 }
 
+// TestFailedPauseChargeAgain: the pause's charge is not waited for, and
+// the crawler pods it counted go with the paused state. When it fails, a
+// later pass, with no pod left to count, charges the same seconds again
+// and waits for them; while the store is down it fails (its key comes
+// back with backoff), and once the store answers the seconds are there,
+// once.
+func TestFailedPauseChargeAgain(t *testing.T) {
+	cj := newJob(2, runningStatus(store.StateRunning, 2))
+	f := newFixture(t, cj)
+	key := cj.Namespace + "/" + cj.Name
+	lut := t0.Add(time.Minute)
+	f.store.crawls[cj.Spec.ID].LastExecUpdate = &lut
+	pods := map[int]*corev1.Pod{0: runningSince(0, t0), 1: runningSince(1, t0)}
+	pausing := plan{Reaches: store.StateRunning}
+	pausing.move(transition{To: store.StatePaused, From: store.ActiveStates})
+	o := observed{Now: lut.Add(20 * time.Second), Crawlers: pods, ExecClock: &lut}
+	pausing.accountExec(cj, o, testConfig())
+	ctx := context.Background()
+
+	f.store.setDown(true)
+	if _, err := f.c.countExec(ctx, key, cj, pausing, o); err != nil {
+		t.Fatalf("the pause's charge waited: %v", err)
+	}
+	f.c.exec.mu.Lock()
+	call := f.c.exec.m[key]
+	f.c.exec.mu.Unlock()
+	<-call.done
+
+	paused := plan{Reaches: store.StatePaused}
+	after := observed{Now: o.Now.Add(time.Second), ExecClock: &lut}
+	if _, err := f.c.countExec(ctx, key, cj, paused, after); err == nil {
+		t.Fatal("no error while the store is down: the key would not come back")
+	}
+	f.store.setDown(false)
+	if _, err := f.c.countExec(ctx, key, cj, paused, after); err != nil {
+		t.Fatal(err)
+	}
+	charged := func() int64 {
+		f.store.mu.Lock()
+		defer f.store.mu.Unlock()
+		return f.store.crawls[cj.Spec.ID].CrawlExecSeconds
+	}
+	if got := charged(); got != 40 {
+		t.Fatalf("%d s charged, want the 40 the pause counted", got)
+	}
+	if _, err := f.c.countExec(ctx, key, cj, paused, after); err != nil || charged() != 40 {
+		t.Fatalf("after: %v, %d s charged", err, charged())
+	}
+}
+
 // TestChargeExecLearnsAcrossAMonth: a new leader that learns a clock of
 // last month counts up to that month's last second first.
 func TestChargeExecLearnsAcrossAMonth(t *testing.T) {
