@@ -39,6 +39,33 @@ func (h *harness) apiServerProfile(name string, secs int) func() string {
 	return func() string { return <-done }
 }
 
+// windowProfiles starts, with BENCH_PROFILE_DIR set, CPU profiles of the
+// operator child and of the API server lasting window (the API server's
+// at most 50 s: it ends requests after a minute), and returns a wait that
+// saves the child's beside the API server's and says where both are (""
+// without BENCH_PROFILE_DIR).
+func (h *harness) windowProfiles(child *childOperator, window time.Duration) func() string {
+	dir := os.Getenv("BENCH_PROFILE_DIR")
+	if dir == "" {
+		return func() string { return "" }
+	}
+	secs := max(int(window.Seconds()), 1)
+	apiServer := h.apiServerProfile("apiserver-window.pprof", min(secs, 50))
+	operator := make(chan string, 1)
+	go func() {
+		path := filepath.Join(dir, "operator-window.pprof")
+		data, err := child.profile("profile?seconds=" + strconv.Itoa(secs))
+		if err == nil {
+			err = os.WriteFile(path, data, 0o644)
+		}
+		if err != nil {
+			path = "error: " + err.Error()
+		}
+		operator <- path
+	}()
+	return func() string { return <-operator + " " + apiServer() }
+}
+
 // apiServerRequests reads the API server's request counts (from its
 // /metrics) by "verb resource/subresource".
 func (h *harness) apiServerRequests() map[string]float64 {

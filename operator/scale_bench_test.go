@@ -52,7 +52,8 @@ import (
 // $SCALE_WAVE (default 500) how many crawls start at a time,
 // $SCALE_BUSY_PERCENT (default 10) the share of crawls that are busy,
 // $SCALE_SETTLE (default 3m) how long idle statuses and MongoDB writes may
-// take to settle.
+// take to settle. With $BENCH_PROFILE_DIR set, the operator's and the API
+// server's CPU profiles of the busy window are saved there.
 //
 //	SCALE_CRAWLS=10000 SCALE_WINDOW=5m go test -run '^$' -bench 'Scale' -benchtime 1x -timeout 120m ./operator/
 func BenchmarkScale(b *testing.B) {
@@ -177,6 +178,7 @@ func benchScale(b *testing.B, n int) {
 	watch.recordProgress(true)
 	lat := newLatencies()
 	var changes sync.WaitGroup
+	profiles := h.windowProfiles(child, window)
 	busyRun := h.measureScale(child, window, func(stop <-chan struct{}) {
 		h.flipCrawlerStates(ctx, &changes, fleet, watch, roles.busyFlipped, "crawler-state", lat, stop)
 		if !busy[roles.idleFlipped[0]] {
@@ -187,6 +189,9 @@ func benchScale(b *testing.B, n int) {
 	watch.recordProgress(false)
 	changes.Wait()
 	b.StopTimer()
+	if saved := profiles(); saved != "" {
+		b.Logf("profiles of the busy window (go tool pprof -top FILE): %s", saved)
+	}
 
 	rates := busyRun.apiByVerb()
 	b.ReportMetric(float64(busyRun.rss)/(1<<20), "MiB-rss")
