@@ -29,9 +29,11 @@ type CrawlStateExtra struct {
 // SetCrawlState is the compare-and-set of every state transition
 // (upstream §2.3): it sets the crawl's state to newState (plus extra) only
 // if its current state is in allowedFrom (any state if allowedFrom is
-// empty). It returns whether it changed the document and the crawl as it
-// is afterwards, so that on a lost race the caller adopts the stored state
-// and finished time. Setting the state a crawl already has (allowed) counts
+// empty). It returns whether it changed the document and the crawl's
+// state as it is afterwards (a Crawl with only its ID, State,
+// StateHistory, Started and Finished: a crawl's files and pods do not
+// travel with each transition), so that on a lost race the caller adopts
+// the stored state and finished time. Setting the state a crawl already has (allowed) counts
 // as updated, which makes retries harmless. A change of state is appended
 // to the crawl's StateHistory in the same write; a final state frees the
 // crawl's workflow for its next crawl (activeCid, see AddCrawl).
@@ -39,7 +41,7 @@ type CrawlStateExtra struct {
 // Errors: NotFound("crawl_not_found").
 func (m *Mongo) SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra CrawlStateExtra) (bool, *Crawl, error) {
 	defer m.lockCrawl(crawlID)()
-	cur, err := m.GetCrawlByID(ctx, crawlID)
+	cur, err := m.crawlStateOf(ctx, crawlID)
 	if err != nil {
 		return false, nil, err
 	}
@@ -50,12 +52,16 @@ func (m *Mongo) SetCrawlState(ctx context.Context, crawlID, newState string, all
 	if len(allowedFrom) > 0 {
 		cond["state"] = bson.M{"$in": allowedFrom}
 	}
+	after := *cur
+	after.State = newState
 	set := bson.M{"state": newState}
 	if newState != cur.State {
-		set["stateHistory"] = cur.withState(newState, time.Now().UTC().Truncate(time.Millisecond))
+		after.StateHistory = cur.withState(newState, time.Now().UTC().Truncate(time.Millisecond))
+		set["stateHistory"] = after.StateHistory
 	}
 	if extra.Finished != nil {
 		set["finished"] = *extra.Finished
+		after.Finished = extra.Finished
 	}
 	if extra.Stats != nil {
 		set["stats"] = *extra.Stats
@@ -65,21 +71,35 @@ func (m *Mongo) SetCrawlState(ctx context.Context, crawlID, newState string, all
 		// The crawl's workflow may start another (see AddCrawl).
 		update["$unset"] = bson.M{"activeCid": ""}
 	}
-	var c Crawl
-	err = m.coll(collCrawls).FindOneAndUpdate(ctx, m.condFilter(ctx, crawlID, cond), update,
-		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&c)
-	if err == nil {
-		return true, &c, nil
-	}
-	if !errors.Is(err, mongo.ErrNoDocuments) {
+	res, err := m.coll(collCrawls).UpdateOne(ctx, m.condFilter(ctx, crawlID, cond), update)
+	if err != nil {
 		return false, nil, fmt.Errorf("setting crawl state: %w", err)
 	}
+	if res.MatchedCount == 1 {
+		return true, &after, nil
+	}
 	// Another process changed the state since we read it, or deleted it.
-	cur, err = m.GetCrawlByID(ctx, crawlID)
+	cur, err = m.crawlStateOf(ctx, crawlID)
 	if err != nil {
 		return false, nil, err
 	}
 	return false, cur, nil
+}
+
+// crawlStateFields are the fields of a crawl SetCrawlState reads and
+// returns.
+var crawlStateFields = bson.M{"state": 1, "stateHistory": 1, "started": 1, "finished": 1}
+
+// crawlStateOf reads a crawl's crawlStateFields.
+//
+// Errors: NotFound("crawl_not_found").
+func (m *Mongo) crawlStateOf(ctx context.Context, crawlID string) (*Crawl, error) {
+	var c Crawl
+	err := m.coll(collCrawls).FindOne(ctx, bson.M{"_id": crawlID}, options.FindOne().SetProjection(crawlStateFields)).Decode(&c)
+	if err != nil {
+		return nil, notFoundOr(err, errCrawlNotFound, "finding crawl")
+	}
+	return &c, nil
 }
 
 // RecordCrawlProgress is one crawl's progress write, read first (the

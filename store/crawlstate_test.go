@@ -48,6 +48,12 @@ func TestSetCrawlState(t *testing.T) {
 			if ok != tt.wantUpdated || cur.State != tt.wantState {
 				t.Fatalf("updated %v state %s, want %v %s", ok, cur.State, tt.wantUpdated, tt.wantState)
 			}
+			if h := cur.History(); h[len(h)-1].State != tt.wantState {
+				t.Fatalf("history %+v ends elsewhere than %s", h, tt.wantState)
+			}
+			if f := tt.extra.Finished; f != nil && (cur.Finished == nil || !cur.Finished.Equal(*f)) {
+				t.Fatalf("finished %v, want %v", cur.Finished, *f)
+			}
 		})
 	}
 	t.Run("FinishedAndStatsStored", func(t *testing.T) {
