@@ -29,8 +29,10 @@ type execTick struct {
 	Since   *time.Time
 	Seconds int64
 	// Wait: the pass waits for the count (a crawler exited, the crawl
-	// is being deleted), so what the pass leads to does not outrun it;
-	// the periodic ticks are answered in the background.
+	// is being deleted or is paused: its pods go with the pass), so what
+	// the pass leads to does not outrun it and the status it writes
+	// follows the seconds; the periodic ticks are answered in the
+	// background.
 	Wait bool
 	// Look: an idle crawl of an org that had no quota at the last look
 	// (Config.ExecIdleAccountingInterval). Its org is read again and
@@ -125,7 +127,7 @@ func (p *plan) accountExec(cj *trawlerv1.CrawlJob, o observed, cfg Config) {
 	atOnce := store.YearMonth(now) != store.YearMonth(since) || newExit || cj.DeletionTimestamp != nil || pausing
 	switch {
 	case atOnce:
-		p.Exec = &execTick{Since: &since, Seconds: seconds, Until: until, Wait: newExit || cj.DeletionTimestamp != nil}
+		p.Exec = &execTick{Since: &since, Seconds: seconds, Until: until, Wait: newExit || cj.DeletionTimestamp != nil || pausing}
 	case idleLook(o, since, cfg):
 		if now.Sub(o.ExecQuotaFreeAt) >= cfg.ExecIdleAccountingInterval {
 			p.Exec = &execTick{Since: &since, Seconds: seconds, Until: until, Look: true}

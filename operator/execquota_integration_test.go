@@ -149,8 +149,14 @@ func TestExecQuotaGiftedThenExtra(t *testing.T) {
 	h.waitState(id, 2*time.Minute, store.StatePausedTimeQuota)
 	waitOwnerMails(t, h.env.Mailpit, owner.Email, 1)
 
-	// Item 6: paused, it is charged nothing. The accounting ticks every
-	// second; five ticks are watched.
+	// Item 6: paused, it is charged nothing. The pass that paused it
+	// charged its crawlers' seconds up to the pause before writing the
+	// status that shows it; from there the accounting ticks every
+	// second, and five ticks are watched.
+	h.waitFor("the paused state in the CrawlJob status", time.Minute, func() bool {
+		j, err := h.job(id)
+		return err == nil && j.Status.State == store.StatePausedTimeQuota
+	})
 	paused := h.crawl(id).CrawlExecSeconds
 	time.Sleep(5 * cfg.ExecAccountingInterval)
 	if now := h.crawl(id).CrawlExecSeconds; now != paused {
