@@ -33,8 +33,8 @@ type CrawlStateExtra struct {
 // state as it is afterwards (a Crawl with only its ID, State,
 // StateHistory, Started and Finished: a crawl's files and pods do not
 // travel with each transition), so that on a lost race the caller adopts
-// the stored state and finished time. Setting the state a crawl already has (allowed) counts
-// as updated, which makes retries harmless. A change of state is appended
+// the stored state and finished time. Setting the state a crawl already
+// has (allowed) counts as updated, which makes retries harmless. A change of state is appended
 // to the crawl's StateHistory in the same write; a final state frees the
 // crawl's workflow for its next crawl (activeCid, see AddCrawl).
 //
