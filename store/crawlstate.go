@@ -30,10 +30,9 @@ type CrawlStateExtra struct {
 // (upstream §2.3): it sets the crawl's state to newState (plus extra) only
 // if its current state is in allowedFrom (any state if allowedFrom is
 // empty). It returns whether it changed the document and the crawl's
-// state as it is afterwards (a Crawl with only its ID, State,
-// StateHistory, Started and Finished: a crawl's files and pods do not
-// travel with each transition), so that on a lost race the caller adopts
-// the stored state and finished time. Setting the state a crawl already
+// state as it is afterwards (read as GetCrawlProgress reads it: a crawl's
+// config and files do not travel with each transition), so that on a lost
+// race the caller adopts the stored state and finished time. Setting the state a crawl already
 // has (allowed) counts as updated, which makes retries harmless. A change of state is appended
 // to the crawl's StateHistory in the same write; a final state frees the
 // crawl's workflow for its next crawl (activeCid, see AddCrawl).
@@ -41,7 +40,7 @@ type CrawlStateExtra struct {
 // Errors: NotFound("crawl_not_found").
 func (m *Mongo) SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra CrawlStateExtra) (bool, *Crawl, error) {
 	defer m.lockCrawl(crawlID)()
-	cur, err := m.crawlStateOf(ctx, crawlID)
+	cur, err := m.GetCrawlProgress(ctx, crawlID)
 	if err != nil {
 		return false, nil, err
 	}
@@ -79,27 +78,11 @@ func (m *Mongo) SetCrawlState(ctx context.Context, crawlID, newState string, all
 		return true, &after, nil
 	}
 	// Another process changed the state since we read it, or deleted it.
-	cur, err = m.crawlStateOf(ctx, crawlID)
+	cur, err = m.GetCrawlProgress(ctx, crawlID)
 	if err != nil {
 		return false, nil, err
 	}
 	return false, cur, nil
-}
-
-// crawlStateFields are the fields of a crawl SetCrawlState reads and
-// returns.
-var crawlStateFields = bson.M{"state": 1, "stateHistory": 1, "started": 1, "finished": 1}
-
-// crawlStateOf reads a crawl's crawlStateFields.
-//
-// Errors: NotFound("crawl_not_found").
-func (m *Mongo) crawlStateOf(ctx context.Context, crawlID string) (*Crawl, error) {
-	var c Crawl
-	err := m.coll(collCrawls).FindOne(ctx, bson.M{"_id": crawlID}, options.FindOne().SetProjection(crawlStateFields)).Decode(&c)
-	if err != nil {
-		return nil, notFoundOr(err, errCrawlNotFound, "finding crawl")
-	}
-	return &c, nil
 }
 
 // RecordCrawlProgress is one crawl's progress write, read first (the
