@@ -32,10 +32,11 @@ type CrawlStateExtra struct {
 // empty). It returns whether it changed the document and the crawl's
 // state as it is afterwards (read as GetCrawlProgress reads it: a crawl's
 // config and files do not travel with each transition), so that on a lost
-// race the caller adopts the stored state and finished time. Setting the state a crawl already
-// has (allowed) counts as updated, which makes retries harmless. A change of state is appended
-// to the crawl's StateHistory in the same write; a final state frees the
-// crawl's workflow for its next crawl (activeCid, see AddCrawl).
+// race the caller adopts the stored state and finished time. Setting the
+// state a crawl already has (allowed) counts as updated, which makes
+// retries harmless. A change of state is appended to the crawl's
+// StateHistory in the same write; a final state frees the crawl's
+// workflow for its next crawl (activeCid, see AddCrawl).
 //
 // Errors: NotFound("crawl_not_found").
 func (m *Mongo) SetCrawlState(ctx context.Context, crawlID, newState string, allowedFrom []string, extra CrawlStateExtra) (bool, *Crawl, error) {
