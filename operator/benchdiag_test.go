@@ -23,27 +23,16 @@ func (h *harness) apiServerProfile(name string, secs int) func() string {
 	if dir == "" {
 		return func() string { return "" }
 	}
-	done := make(chan string, 1)
-	go func() {
-		data, err := h.kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+	return profileTo(filepath.Join(dir, name), func() ([]byte, error) {
+		return h.kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
 			Param("seconds", strconv.Itoa(secs)).DoRaw(context.Background())
-		if err == nil {
-			path := filepath.Join(dir, name)
-			if err = os.WriteFile(path, data, 0o644); err == nil {
-				done <- path
-				return
-			}
-		}
-		done <- "error: " + err.Error()
-	}()
-	return func() string { return <-done }
+	})
 }
 
 // windowProfiles starts, with BENCH_PROFILE_DIR set, CPU profiles of the
 // operator child and of the API server lasting window (the API server's
 // at most 50 s: it ends requests after a minute), and returns a wait that
-// saves the child's beside the API server's and says where both are (""
-// without BENCH_PROFILE_DIR).
+// saves both and says where they are ("" without BENCH_PROFILE_DIR).
 func (h *harness) windowProfiles(child *childOperator, window time.Duration) func() string {
 	dir := os.Getenv("BENCH_PROFILE_DIR")
 	if dir == "" {
@@ -51,19 +40,27 @@ func (h *harness) windowProfiles(child *childOperator, window time.Duration) fun
 	}
 	secs := max(int(window.Seconds()), 1)
 	apiServer := h.apiServerProfile("apiserver-window.pprof", min(secs, 50))
-	operator := make(chan string, 1)
+	operator := profileTo(filepath.Join(dir, "operator-window.pprof"), func() ([]byte, error) {
+		return child.profile("profile?seconds=" + strconv.Itoa(secs))
+	})
+	return func() string { return operator() + " " + apiServer() }
+}
+
+// profileTo runs fetch in the background and returns a wait that saves
+// what it fetched to path and returns path, or the error.
+func profileTo(path string, fetch func() ([]byte, error)) func() string {
+	done := make(chan string, 1)
 	go func() {
-		path := filepath.Join(dir, "operator-window.pprof")
-		data, err := child.profile("profile?seconds=" + strconv.Itoa(secs))
+		data, err := fetch()
 		if err == nil {
 			err = os.WriteFile(path, data, 0o644)
 		}
 		if err != nil {
 			path = "error: " + err.Error()
 		}
-		operator <- path
+		done <- path
 	}()
-	return func() string { return <-operator + " " + apiServer() }
+	return func() string { return <-done }
 }
 
 // apiServerRequests reads the API server's request counts (from its
