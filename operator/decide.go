@@ -144,8 +144,8 @@ func decide(cj *trawlerv1.CrawlJob, o observed, cfg Config) plan {
 
 	active := crawlerActive(o.Crawlers)
 	// A paused crawl's crawler pods still exiting are not a crawler
-	// running again.
-	p.uncharged(st, active && pauseTime(cj).IsZero(), o.Now)
+	// running again (the rule trackActivity is given below).
+	p.uncharged(st, active && !isPaused(cj, p.Reaches), o.Now)
 	reachable := o.Redis != nil && o.Redis.Reachable
 
 	p.resolveScale(cj.Spec.ID, o, wanted)
