@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +19,8 @@ import (
 )
 
 // The package's S3 server starts on first use (it dies with the test
-// binary); tests that stop a server start their own.
+// binary, its folder with the run's); tests that stop a server start
+// their own.
 var (
 	s3Once sync.Once
 	s3Srv  *sandbox.S3
@@ -30,7 +30,7 @@ var (
 func startS3(t testing.TB) *sandbox.S3 {
 	t.Helper()
 	s3Once.Do(func() {
-		dir, err := os.MkdirTemp("", "apitest-s3-")
+		dir, err := mongotest.TempDir("s3-")
 		if err != nil {
 			s3Err = err
 			return

@@ -9,6 +9,7 @@ package mongotest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -42,6 +43,7 @@ type Options struct {
 
 var (
 	dbCounter atomic.Int64
+	runDir    string
 	redisAddr string
 	mailpit   *sandbox.Mailpit
 )
@@ -62,6 +64,7 @@ func run(m *testing.M, opts Options) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	runDir = dir
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if os.Getenv(EnvURI) == "" {
@@ -102,6 +105,15 @@ func run(m *testing.M, opts Options) int {
 	}
 	cancel()
 	return m.Run()
+}
+
+// TempDir makes a folder for a server the package starts itself (on first
+// use, say); it goes with the run's folder when the run ends.
+func TempDir(pattern string) (string, error) {
+	if runDir == "" {
+		return "", errors.New("mongotest: no run folder; call mongotest.Main from TestMain")
+	}
+	return os.MkdirTemp(runDir, pattern)
 }
 
 // URI returns the server's URI; tests fail if Main did not run.
