@@ -23,7 +23,7 @@ import (
 
 // testRedis starts a redis-server for one test and returns a config
 // whose dialer sends every crawl's Redis URL to it, plus a client.
-func testRedis(t *testing.T) (*sandbox.Redis, Config, *redis.Client) {
+func testRedis(t testing.TB) (*sandbox.Redis, Config, *redis.Client) {
 	t.Helper()
 	r, err := sandbox.StartRedis(context.Background(), t.TempDir())
 	if err != nil {
