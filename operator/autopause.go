@@ -23,13 +23,17 @@ import (
 // the background (execCharges): a pass takes its answer once it is there,
 // and until then the clock stays, so the next tick waits. Only a tick
 // that must be counted before what the pass leads to (a crawler exited,
-// the crawl is being deleted) waits for its answer, at the head of the
-// queue and at most the store timeout. Nil without an answer.
-func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.CrawlJob, p plan, o observed) (*execAnswer, error) {
+// the crawl is being deleted or paused) waits for its answer, at the head
+// of the queue and, as a transition does, at most transitionWait: past
+// that the pass is pending (it neither writes its status nor wraps up),
+// and the charge's end brings the job back. A worker held for the
+// charge of every crawler exit of a hundred crawls pausing at once kept
+// their paused states waiting in the queue. Nil without an answer.
+func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.CrawlJob, p plan, o observed) (*execAnswer, bool, error) {
 	call, done := c.exec.take(key)
 	switch {
 	case call != nil && done && call.err == nil:
-		return call.answer, nil
+		return call.answer, false, nil
 	case call != nil && done:
 		// An earlier pass's charge failed: it moved no clock, so this
 		// pass's tick counts its seconds again from the crawler pods.
@@ -45,7 +49,7 @@ func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.Cr
 		call = nil
 	}
 	if p.Exec == nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	if call == nil {
 		call = &execCall{key: key, crawlID: cj.Spec.ID, tick: *p.Exec, pods: o.Crawlers, now: o.Now.Truncate(time.Second)}
@@ -60,31 +64,30 @@ func (c *Controller) countExec(ctx context.Context, key string, cj *trawlerv1.Cr
 		if o.Redis != nil && o.Redis.Reachable {
 			call.pending = o.Redis.Size
 		}
-		c.exec.start(ctx, call, p.Exec.Wait, func() { c.enqueue(key, "exec-charged") })
+		c.exec.start(ctx, call, p.Exec.Wait, func(err error) {
+			if err != nil {
+				// A pass gave up waiting: the next one, with backoff.
+				c.queue.AddRateLimited(key)
+				return
+			}
+			c.enqueue(key, "exec-charged")
+		})
 	}
 	if !p.Exec.Wait {
-		return nil, nil
+		return nil, false, nil
 	}
-	// The wait is bounded as a store call is: past it the answer comes
-	// with the pass the call's end brings.
 	c.exec.hurry(call)
-	wait := time.NewTimer(c.cfg.StoreTimeout)
-	defer wait.Stop()
-	select {
-	case <-call.done:
-	case <-wait.C:
-		return nil, nil
-	case <-ctx.Done():
-		return nil, nil
+	if !c.exec.await(ctx, call, transitionWait) {
+		return nil, true, nil
 	}
 	if call.err != nil {
 		// Left for the next pass, which counts again (above).
-		return nil, call.err
+		return nil, false, call.err
 	}
 	if call, _ = c.exec.take(key); call == nil {
-		return nil, nil
+		return nil, false, nil
 	}
-	return call.answer, nil
+	return call.answer, false, nil
 }
 
 // chargeExecBatch is a batch of charges in the store and the pauses

@@ -63,7 +63,10 @@ type execCall struct {
 	pods    map[int]*corev1.Pod
 	now     time.Time
 	pending int64
-	back    func()
+	// back brings the job to a pass, when the answer asks for a pause or
+	// a pass gave up waiting for it (awaited); err is the call's.
+	back    func(err error)
+	awaited bool
 	done    chan struct{}
 	answer  *execAnswer
 	err     error
@@ -126,11 +129,12 @@ func (ec *execCharges) take(key string) (*execCall, bool) {
 // set; ctx is the controller's, the same for every call) to run in the
 // next batch a slot takes (first, if urgent: a pass waits for it). An
 // answer that asks for a pause calls back (to bring the job to a pass
-// that takes it); the others only move the clock, which the job's next
+// that takes it), and so does the end of a call a pass gave up waiting
+// for (await); the others only move the clock, which the job's next
 // pass reads, so at ten thousand crawls the counts bring no passes of
 // their own. A failed charge waits for the job's next pass, which counts
 // again.
-func (ec *execCharges) start(ctx context.Context, call *execCall, urgent bool, back func()) {
+func (ec *execCharges) start(ctx context.Context, call *execCall, urgent bool, back func(error)) {
 	call.ctx, call.back, call.done = ctx, back, make(chan struct{})
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
@@ -161,6 +165,28 @@ func (ec *execCharges) hurryLocked(call *execCall) {
 	}
 }
 
+// await waits up to d for call, and reports whether it is done; if not,
+// the call's end calls back.
+func (ec *execCharges) await(ctx context.Context, call *execCall, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-call.done:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	select {
+	case <-call.done:
+		return true
+	default:
+		call.awaited = true
+		return false
+	}
+}
+
 // drain runs batch, then batches of the waiting calls in turn until none
 // is left. A call whose job is gone meanwhile is not charged.
 func (ec *execCharges) drain(batch []*execCall) {
@@ -173,8 +199,11 @@ func (ec *execCharges) drain(batch []*execCall) {
 		}
 		for _, call := range batch {
 			close(call.done)
-			if call.answer != nil && call.answer.PauseReason != "" {
-				call.back()
+			ec.mu.Lock()
+			back := call.awaited || call.answer != nil && call.answer.PauseReason != ""
+			ec.mu.Unlock()
+			if back {
+				call.back(call.err)
 			}
 		}
 		batch = ec.next()

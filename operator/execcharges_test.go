@@ -22,7 +22,7 @@ func perCall(f func(*execCall) (*execAnswer, error)) func(context.Context, []*ex
 }
 
 // startCall starts a charge of key.
-func startCall(ec *execCharges, key string, urgent bool, back func()) *execCall {
+func startCall(ec *execCharges, key string, urgent bool, back func(error)) *execCall {
 	call := &execCall{key: key, crawlID: key}
 	ec.start(context.Background(), call, urgent, back)
 	return call
@@ -44,7 +44,7 @@ func TestExecCharges(t *testing.T) {
 	run := func(key string, a *execAnswer, err error, during func()) bool {
 		answer, fail, release = a, err, make(chan struct{})
 		back := make(chan struct{}, 1)
-		call := startCall(ec, key, false, func() { back <- struct{}{} })
+		call := startCall(ec, key, false, func(error) { back <- struct{}{} })
 		during()
 		close(release)
 		<-call.done
@@ -100,12 +100,47 @@ func TestExecCharges(t *testing.T) {
 func TestExecChargesInFlight(t *testing.T) {
 	release := make(chan struct{})
 	ec := newExecCharges(perCall(func(*execCall) (*execAnswer, error) { <-release; return &execAnswer{}, nil }))
-	call := startCall(ec, "ns/job", false, func() {})
+	call := startCall(ec, "ns/job", false, func(error) {})
 	if got, done := ec.take("ns/job"); got != call || done {
 		t.Fatalf("in flight: call %v, done %v", got, done)
 	}
 	close(release)
 	<-call.done
+}
+
+// TestExecChargesAwait: a pass waits a short while for its charge; one
+// done in time brings no pass of its own, one a pass gave up on brings the
+// job back when it ends, with its error.
+func TestExecChargesAwait(t *testing.T) {
+	ec := newExecCharges(perCall(func(*execCall) (*execAnswer, error) { return &execAnswer{}, nil }))
+	backs := make(chan error, 2)
+	quick := startCall(ec, "ns/quick", true, func(err error) { backs <- err })
+	if !ec.await(context.Background(), quick, time.Minute) {
+		t.Fatal("a charge done in time: not done")
+	}
+
+	release := make(chan struct{})
+	fail := errors.New("store down")
+	ec = newExecCharges(perCall(func(*execCall) (*execAnswer, error) { <-release; return nil, fail }))
+	slow := startCall(ec, "ns/slow", true, func(err error) { backs <- err })
+	if ec.await(context.Background(), slow, 10*time.Millisecond) {
+		t.Fatal("a charge still running: done")
+	}
+	close(release)
+	select {
+	case err := <-backs:
+		if !errors.Is(err, fail) {
+			t.Fatalf("the slow charge called back with %v, want its error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the charge a pass gave up on did not call back")
+	}
+	ec.wg.Wait()
+	select {
+	case err := <-backs:
+		t.Fatalf("another call back (%v): the quick charge brought a pass", err)
+	default:
+	}
 }
 
 // TestExecChargesBatches: however many calls are started, at most
@@ -133,7 +168,7 @@ func TestExecChargesBatches(t *testing.T) {
 	})
 	calls := make([]*execCall, execChargeSlots+execChargeBatch+10)
 	for i := range calls {
-		calls[i] = startCall(ec, fmt.Sprintf("ns/job-%d", i), false, func() {})
+		calls[i] = startCall(ec, fmt.Sprintf("ns/job-%d", i), false, func(error) {})
 	}
 	ec.forget("ns/job-" + fmt.Sprint(len(calls)-1))
 	close(release)
@@ -163,12 +198,12 @@ func TestExecChargesUrgentFirst(t *testing.T) {
 	ec := newExecCharges(perCall(func(*execCall) (*execAnswer, error) { <-release; return &execAnswer{}, nil }))
 	var queued []*execCall
 	for i := range execChargeSlots + 2 {
-		call := startCall(ec, fmt.Sprintf("ns/job-%d", i), false, func() {})
+		call := startCall(ec, fmt.Sprintf("ns/job-%d", i), false, func(error) {})
 		if i >= execChargeSlots {
 			queued = append(queued, call)
 		}
 	}
-	urgent := startCall(ec, "ns/urgent", true, func() {})
+	urgent := startCall(ec, "ns/urgent", true, func(error) {})
 	ec.mu.Lock()
 	head := ec.waiting[0]
 	ec.mu.Unlock()

@@ -331,17 +331,17 @@ func TestFailedPauseChargeAgain(t *testing.T) {
 	ctx := context.Background()
 
 	f.store.setDown(true)
-	if _, err := f.c.countExec(ctx, key, cj, pausing, o); err == nil {
+	if _, _, err := f.c.countExec(ctx, key, cj, pausing, o); err == nil {
 		t.Fatal("no error from the pause's charge while the store is down")
 	}
 
 	paused := plan{Reaches: store.StatePaused}
 	after := observed{Now: o.Now.Add(time.Second), ExecClock: &lut}
-	if _, err := f.c.countExec(ctx, key, cj, paused, after); err == nil {
+	if _, _, err := f.c.countExec(ctx, key, cj, paused, after); err == nil {
 		t.Fatal("no error while the store is down: the key would not come back")
 	}
 	f.store.setDown(false)
-	if _, err := f.c.countExec(ctx, key, cj, paused, after); err != nil {
+	if _, _, err := f.c.countExec(ctx, key, cj, paused, after); err != nil {
 		t.Fatal(err)
 	}
 	charged := func() int64 {
@@ -352,7 +352,7 @@ func TestFailedPauseChargeAgain(t *testing.T) {
 	if got := charged(); got != 40 {
 		t.Fatalf("%d s charged, want the 40 the pause counted", got)
 	}
-	if _, err := f.c.countExec(ctx, key, cj, paused, after); err != nil || charged() != 40 {
+	if _, _, err := f.c.countExec(ctx, key, cj, paused, after); err != nil || charged() != 40 {
 		t.Fatalf("after: %v, %d s charged", err, charged())
 	}
 }

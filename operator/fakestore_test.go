@@ -26,6 +26,8 @@ type memStore struct {
 	// slowStates, when set before use, holds every SetCrawlState until it
 	// is closed, as a slow database would.
 	slowStates chan struct{}
+	// slowCharges, the same for every ChargeCrawlsExec.
+	slowCharges chan struct{}
 }
 
 var errDown = errors.New("server selection timeout")
@@ -263,6 +265,9 @@ func (m *memStore) GetOrgs(_ context.Context, ids []uuid.UUID) (map[uuid.UUID]*s
 }
 
 func (m *memStore) ChargeCrawlsExec(_ context.Context, charges []store.CrawlExecCharge) []store.ExecTick {
+	if m.slowCharges != nil {
+		<-m.slowCharges
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ticks := make([]store.ExecTick, len(charges))

@@ -79,8 +79,12 @@ func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) er
 	o.Answers = answers
 	errs := []error{err}
 	steps.step("carry-out")
-	o.Exec, err = c.countExec(ctx, key, cj, p, o)
+	exec, execPending, err := c.countExec(ctx, key, cj, p, o)
+	o.Exec = exec
 	errs = append(errs, err)
+	if execPending && len(answers) > 0 {
+		c.calls.keep(key, p.Transitions, answers)
+	}
 	// A 0.11 crawler cannot pause: its crawl runs on past the quota, as
 	// in 2023, and the org's next run is refused.
 	if o.Exec != nil && o.Exec.PauseReason != "" && cj.Spec.PausedAt == "" && !p.Stopping && speaksV1(cj, c.cfg) {
@@ -98,13 +102,15 @@ func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) er
 	// store has yet to answer a state transition, the status would be
 	// superseded by the pass its answer brings (a starting crawl would
 	// show runningSince, then running): that pass writes both at once,
-	// unless this one changed the children the next pass must see.
-	if !pending || changesChildren(cj.Status, st) {
+	// unless this one changed the children the next pass must see. So
+	// with a charge that must come first (countExec): the pass its end
+	// brings writes the status and wraps up.
+	if !pending && !execPending || changesChildren(cj.Status, st) {
 		errs = append(errs, c.writeStatus(ctx, key, cj, st, class))
 	}
 	steps.step("status")
 
-	if st.Finished != nil {
+	if st.Finished != nil && !execPending {
 		later, err := c.wrapUp(ctx, key, cj, st, p, o)
 		errs = append(errs, err)
 		requeue = minPositive(requeue, later)

@@ -720,6 +720,77 @@ func TestSyncGoesOnWithoutASlowStoresAnswer(t *testing.T) {
 	}
 }
 
+// TestSyncGoesOnWithoutASlowCharge: a charge the pass must wait for (a
+// crawler exited) holds the pass for transitionWait, not for the charge,
+// and the pass wraps nothing up; the charge's end brings the job back,
+// and that pass takes its answer without charging again.
+func TestSyncGoesOnWithoutASlowCharge(t *testing.T) {
+	cj := newJob(2, withFinalizer, runningStatus(store.StateRunning, 2))
+	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0, 1}}).PVCs
+	f := newFixture(t, cj, configMap(), exited(0, t0, t0.Add(time.Minute)), runningSince(1, t0),
+		redisPodIn(corev1.PodRunning), pvcs["redis-"+testID], pvcs[name(0)], pvcs[name(1)])
+	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
+	f.store.slowCharges = make(chan struct{})
+	f.withRedis(reachable("done", "running"))
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if f.c.queue.Len() != 0 {
+		t.Fatal("enqueued before the charge ended")
+	}
+	close(f.store.slowCharges)
+	deadline := time.Now().Add(10 * time.Second)
+	for f.c.queue.Len() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the charge's end did not bring the job back")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.store.callCount("ChargeCrawlsExec"); n != 1 {
+		t.Errorf("%d charges, want the one the first pass started", n)
+	}
+}
+
+// TestPausedStatusWaitsForASlowCharge: the pass that records a pause
+// while its crawlers' charge runs on writes no status (the paused status
+// follows the seconds); the pass the charge's end brings writes it with
+// the store's answer it already had, asking no second time.
+func TestPausedStatusWaitsForASlowCharge(t *testing.T) {
+	cj := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1), pausedAtSpec(t0), withStopReason(reasonPaused))
+	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
+	f := newFixture(t, cj, configMap(), exited(0, t0, t0.Add(time.Minute)), redisPodIn(corev1.PodRunning),
+		pvcs["redis-"+testID], pvcs[name(0)])
+	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
+	f.store.slowCharges = make(chan struct{})
+	f.withRedis(reachable(statusInterrupted))
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.status(); st.State != store.StateRunning {
+		t.Fatalf("state %s written before the charge ended", st.State)
+	}
+	close(f.store.slowCharges)
+	deadline := time.Now().Add(10 * time.Second)
+	for f.c.queue.Len() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the charge's end did not bring the job back")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := f.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.status(); st.State != store.StatePaused {
+		t.Errorf("state %s after the charge, want paused", st.State)
+	}
+	if n := f.store.callCount("SetCrawlState"); n != 2 {
+		t.Errorf("%d SetCrawlState calls, want 2 (the setup's and the pause's)", n)
+	}
+}
+
 // TestProgressWaitsUntilTheCacheShowsTheLastWrite: progress goes without
 // a precondition, so it must not pile a second write on one the cache
 // does not show yet; a state change is written at once all the same.

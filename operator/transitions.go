@@ -58,6 +58,20 @@ func (tc *transitionCalls) take(key string) (*transitionCall, bool) {
 	}
 }
 
+// keep gives answers to transitions ts back to the job's next pass, for a
+// pass that took them but wrote no status (its charge was still running):
+// the status they go into is still the one they were asked from.
+func (tc *transitionCalls) keep(key string, ts []transition, answers []transitionResult) {
+	done := make(chan struct{})
+	close(done)
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.m == nil {
+		tc.m = map[string]*transitionCall{}
+	}
+	tc.m[key] = &transitionCall{ts: ts, done: done, answers: answers}
+}
+
 // transitionAnswers asks the store for the plan's transitions and returns
 // its answers, waiting at most transitionWait for them. With no answer
 // yet it returns none and pending: the pass holds its status back (see
