@@ -82,9 +82,6 @@ func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) er
 	exec, execPending, err := c.countExec(ctx, key, cj, p, o)
 	o.Exec = exec
 	errs = append(errs, err)
-	if execPending && len(answers) > 0 {
-		c.calls.keep(key, p.Transitions, answers)
-	}
 	// A 0.11 crawler cannot pause: its crawl runs on past the quota, as
 	// in 2023, and the org's next run is refused.
 	if o.Exec != nil && o.Exec.PauseReason != "" && cj.Spec.PausedAt == "" && !p.Stopping && speaksV1(cj, c.cfg) {
@@ -104,9 +101,12 @@ func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) er
 	// show runningSince, then running): that pass writes both at once,
 	// unless this one changed the children the next pass must see. So
 	// with a charge that must come first (countExec): the pass its end
-	// brings writes the status and wraps up.
-	if !pending && !execPending || changesChildren(cj.Status, st) {
+	// brings writes the status, with this pass's answers, and wraps up.
+	switch {
+	case !pending && !execPending || changesChildren(cj.Status, st):
 		errs = append(errs, c.writeStatus(ctx, key, cj, st, class))
+	case execPending && len(answers) > 0:
+		c.calls.keep(key, p.Transitions, answers)
 	}
 	steps.step("status")
 
