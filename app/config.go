@@ -56,7 +56,7 @@ var settings = []setting{
 	{"operator.progress_qps", 500.0, "CrawlJob status writes per second for progress alone, one budget shared fairly by every crawl (500: a thousand busy crawls each written every operator.stats_interval of 2s), through a Kubernetes client of their own, so state changes and child creates never wait behind progress"},
 	{"operator.resync", 30 * time.Second, "safety-net resync of every CrawlJob"},
 	{"operator.redis_poll_interval", 250 * time.Millisecond, "how often a running crawl's Redis is read while it changes"},
-	{"operator.redis_idle_poll_interval", 4 * time.Second, "the slowest pace a crawl's Redis is read at once it has shown nothing new for a second; pod events and user controls wake it at once"},
+	{"operator.redis_idle_poll_interval", 3 * time.Second, "the slowest pace a crawl's Redis is read once it has shown nothing new for a second (an idle crawl's change shows within 5 s: this wait, then a pass and a status write); pod events and user controls wake it at once"},
 	{"operator.stats_interval", 2 * time.Second, "a crawl's progress (pages, size, pods) is written to its CrawlJob status and MongoDB at most this often; state changes are written at once"},
 	{"operator.redis_timeout", 2 * time.Second, "timeout of each call to a crawl's Redis"},
 	{"operator.metrics_interval", 30 * time.Second, "how often pod usage is read from metrics.k8s.io when the cluster serves it (0 = never)"},

@@ -41,7 +41,7 @@ func testConfig() Config {
 		CrawlerLivenessPort:        6065,
 		TerminationGraceSeconds:    600,
 		RedisPollInterval:          250 * time.Millisecond,
-		RedisIdlePollInterval:      4 * time.Second,
+		RedisIdlePollInterval:      3 * time.Second,
 		StatsInterval:              2 * time.Second,
 		RedisTimeout:               2 * time.Second,
 		RedisUnreachableGrace:      10 * time.Second,
