@@ -676,6 +676,19 @@ func TestSyncActsOnTheNewestStatusItWrote(t *testing.T) {
 	}
 }
 
+// waitEnqueued waits for the job to be back in the queue, failing with
+// fail after ten seconds.
+func (f *fixture) waitEnqueued(fail string) {
+	f.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.c.queue.Len() == 0 {
+		if time.Now().After(deadline) {
+			f.t.Fatal(fail)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestSyncGoesOnWithoutASlowStoresAnswer: a store slow to answer a state
 // transition holds the pass for transitionWait, not for the call; the
 // call's end brings the job back, and that pass writes the answer
@@ -702,13 +715,7 @@ func TestSyncGoesOnWithoutASlowStoresAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(f.store.slowStates)
-	deadline := time.Now().Add(10 * time.Second)
-	for f.c.queue.Len() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the store's answer did not bring the job back")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	f.waitEnqueued("the store's answer did not bring the job back")
 	if err := f.sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -739,13 +746,7 @@ func TestSyncGoesOnWithoutASlowCharge(t *testing.T) {
 		t.Fatal("enqueued before the charge ended")
 	}
 	close(f.store.slowCharges)
-	deadline := time.Now().Add(10 * time.Second)
-	for f.c.queue.Len() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the charge's end did not bring the job back")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	f.waitEnqueued("the charge's end did not bring the job back")
 	if err := f.sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -773,13 +774,7 @@ func TestPausedStatusWaitsForASlowCharge(t *testing.T) {
 		t.Fatalf("state %s written before the charge ended", st.State)
 	}
 	close(f.store.slowCharges)
-	deadline := time.Now().Add(10 * time.Second)
-	for f.c.queue.Len() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the charge's end did not bring the job back")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	f.waitEnqueued("the charge's end did not bring the job back")
 	if err := f.sync(); err != nil {
 		t.Fatal(err)
 	}
