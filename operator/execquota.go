@@ -28,11 +28,12 @@ import (
 type execTick struct {
 	Since   *time.Time
 	Seconds int64
-	// Wait: the pass waits for the count (a crawler exited, the crawl
-	// is being deleted or is paused: its pods go with the pass), so what
-	// the pass leads to does not outrun it and the status it writes
-	// follows the seconds; the periodic ticks are answered in the
-	// background.
+	// Wait: the count comes first (a crawler exited, the crawl is being
+	// deleted or is paused: its pods go with the pass), so what the pass
+	// leads to does not outrun it and the status follows the seconds: the
+	// pass waits briefly, else leaves its status and wrap-up to the pass
+	// the count's end brings (countExec); the periodic ticks are answered
+	// in the background.
 	Wait bool
 	// Look: an idle crawl of an org that had no quota at the last look
 	// (Config.ExecIdleAccountingInterval). Its org is read again and
