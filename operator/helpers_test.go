@@ -48,7 +48,7 @@ func testConfig() Config {
 		StoreTimeout:               5 * time.Second,
 		MetricsInterval:            30 * time.Second,
 		Resync:                     30 * time.Second,
-		Workers:                    16,
+		Workers:                    48,
 		ProgressWorkers:            8,
 		ProgressQPS:                500,
 		DefaultTTL:                 30 * time.Second,

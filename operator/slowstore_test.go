@@ -63,9 +63,10 @@ func (s slowStore) AddCrawlErrors(ctx context.Context, id string, seq int64, lin
 // states every 4 s, beside 4 busy crawls whose writes are quick (busy, so
 // that their Redis is read at the fast pace). The quick crawls' state
 // changes are still recorded in the store at once: the slow
-// writes used to hold the 16 workers (a progress write per crawl per
-// stats interval, a transition each, 6 s apiece), so a quick crawl's
-// change waited in the queue for seconds.
+// writes used to hold the workers (a progress write per crawl per stats
+// interval, a transition each, 6 s apiece), so a quick crawl's change
+// waited in the queue for seconds. The operator runs 16 workers here,
+// fewer than the slow crawls, or there would be nothing to hold.
 func TestSlowStoreWritesDoNotHoldOtherCrawls(t *testing.T) {
 	const (
 		slowCrawls  = 40
@@ -92,6 +93,7 @@ func TestSlowStoreWritesDoNotHoldOtherCrawls(t *testing.T) {
 	deps.Store = slowStore{CrawlStore: h.store, slow: slow, delay: delay}
 	cfg := stubConfig(h.config(), h.env.Redis.Addr())
 	cfg.StoreTimeout = 4 * delay // the slow writes are slow, not failing
+	cfg.Workers = 16
 	h.startOperatorWith(cfg, deps)
 	h.createJobs(jobs)
 	h.waitFor("every crawl running", 3*time.Minute, func() bool {
