@@ -1,14 +1,10 @@
 package operator_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -109,9 +105,12 @@ func BenchmarkBusyCrawls(b *testing.B) {
 
 	statusWrites := func() float64 {
 		b.Helper()
-		return apiserverRequests(b, h, func(l map[string]string) bool {
-			return l["resource"] == "crawljobs" && l["subresource"] == "status" && l["verb"] != "GET" && l["verb"] != "WATCH" && l["verb"] != "LIST"
-		})
+		return h.apiServerRequestsBy(func(l map[string]string) string {
+			if l["resource"] == "crawljobs" && l["subresource"] == "status" && l["verb"] != "GET" && l["verb"] != "WATCH" && l["verb"] != "LIST" {
+				return "status writes"
+			}
+			return ""
+		})["status writes"]
 	}
 	b.ResetTimer()
 	status0, mongo0 := statusWrites(), mongoCommands.writes()
@@ -161,39 +160,4 @@ func BenchmarkBusyCrawls(b *testing.B) {
 		"%d state changes seen in p50 %v p90 %v p99 %v max %v",
 		crawls, tick, elapsed.Round(time.Second), statusRate, statusRate/crawls, mongoRate,
 		len(lat), pct(0.5), pct(0.9), pct(0.99), lat[len(lat)-1])
-}
-
-// apiserverRequests sums the apiserver's apiserver_request_total series
-// whose labels match.
-func apiserverRequests(tb testing.TB, h *harness, match func(labels map[string]string) bool) float64 {
-	tb.Helper()
-	raw, err := h.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var sum float64
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
-		if !ok {
-			continue
-		}
-		labelText, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		labels := map[string]string{}
-		for _, kv := range strings.Split(labelText, ",") {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				labels[k] = strings.Trim(v, `"`)
-			}
-		}
-		if match(labels) {
-			n, _ := strconv.ParseFloat(value, 64)
-			sum += n
-		}
-	}
-	return sum
 }
