@@ -57,12 +57,15 @@ func (m *Mongo) RunPostCrawlTasks(ctx context.Context, crawlID string) (*Crawl, 
 	if err := m.RecomputeWorkflowStats(ctx, c.CID); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	m.healOrgBytesStored(ctx, c.OID)
 	if _, err := m.coll(collCrawls).UpdateOne(ctx, bson.M{"_id": crawlID},
 		bson.M{"$set": bson.M{"postCrawlDone": true}}); err != nil {
 		return nil, fmt.Errorf("marking post-crawl tasks done: %w", err)
 	}
 	c.PostCrawlDone = true
+	// Last, and best effort (see healOrgBytesStored): before the mark, a
+	// slow scan used up the time the mark had, and the retry redid every
+	// step (at 10,000 crawls, "calculated server-side timeout (0 ms)").
+	m.healOrgBytesStored(ctx, c.OID)
 	return c, nil
 }
 
