@@ -39,14 +39,10 @@ func TestPostCrawlTasksCrashRestart(t *testing.T) {
 				cancel()
 			}
 		}}
-		client, err := mongo.Connect(options.Client().ApplyURI(uri).SetRegistry(Registry()).SetMonitor(monitor))
-		if err != nil {
-			t.Fatal(err)
-		}
-		crashing := &Mongo{client: client, db: client.Database(db)}
+		crashing := monitoredMongo(t, uri, db, monitor)
 		_, crashErr := crashing.RunPostCrawlTasks(cctx, ids.crawl)
 		cancel()
-		_ = client.Disconnect(ctx)
+		_ = crashing.Close(ctx)
 
 		if _, err := m.RunPostCrawlTasks(ctx, ids.crawl); err != nil {
 			t.Fatalf("crash before command %d: restart: %v", k, err)
@@ -69,6 +65,17 @@ func TestPostCrawlTasksCrashRestart(t *testing.T) {
 			return
 		}
 	}
+}
+
+// monitoredMongo is a Mongo on database db of the server at uri whose
+// commands monitor sees; the caller closes it.
+func monitoredMongo(t *testing.T, uri, db string, monitor *event.CommandMonitor) *Mongo {
+	t.Helper()
+	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetRegistry(Registry()).SetMonitor(monitor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Mongo{client: client, db: client.Database(db)}
 }
 
 type crashIDs struct {

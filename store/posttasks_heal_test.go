@@ -9,8 +9,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/event"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // TestPostCrawlTasksMarkedBeforeASlowHeal: the org's bytesStored
@@ -33,12 +31,8 @@ func TestPostCrawlTasksMarkedBeforeASlowHeal(t *testing.T) {
 			<-ctx.Done()
 		}
 	}}
-	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetRegistry(Registry()).SetMonitor(monitor))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Disconnect(bg) })
-	slow := &Mongo{client: client, db: client.Database(db)}
+	slow := monitoredMongo(t, uri, db, monitor)
+	t.Cleanup(func() { _ = slow.Close(bg) })
 
 	ctx, cancel := context.WithTimeout(bg, 3*time.Second)
 	defer cancel()
