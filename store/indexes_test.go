@@ -10,10 +10,7 @@ import (
 // Every replica, and every restart of one, runs EnsureIndexes against the
 // same database: the second run must find the indexes and succeed.
 func TestEnsureIndexesTwice(t *testing.T) {
-	uri := os.Getenv("MONGO_URI") // set by TestMain
-	if uri == "" {
-		t.Skip("no server")
-	}
+	uri := serverURI(t)
 	ctx := context.Background()
 	for run := range 2 {
 		m, err := Open(ctx, uri, fmt.Sprintf("indexes%d", os.Getpid()))

@@ -22,10 +22,7 @@ import (
 // workflow stats and collection counts are exactly what one clean run
 // gives: nothing counted twice, nothing skipped.
 func TestPostCrawlTasksCrashRestart(t *testing.T) {
-	uri := os.Getenv("MONGO_URI") // set by mongotest.Main in TestMain
-	if uri == "" {
-		t.Skip("no server")
-	}
+	uri := serverURI(t)
 	ctx := context.Background()
 	var want string
 	for k := 1; ; k++ {

@@ -17,10 +17,7 @@ import (
 // step again). Its scan of the org's profiles is held here until the
 // tasks' context has ended.
 func TestPostCrawlTasksMarkedBeforeASlowHeal(t *testing.T) {
-	uri := os.Getenv("MONGO_URI") // set by mongotest.Main in TestMain
-	if uri == "" {
-		t.Skip("no server")
-	}
+	uri := serverURI(t)
 	bg := context.Background()
 	db := fmt.Sprintf("heal%d", os.Getpid())
 	m, ids := openCrashFixture(t, uri, db)

@@ -60,15 +60,23 @@ func deref[T any](p *T) any {
 	return *p
 }
 
-// openTestDB opens a database of its own, named after name, on the
-// package's server (MONGO_URI, set by mongotest.Main in TestMain), for
-// tests that need the store's internals; it is dropped at the end.
-func openTestDB(t *testing.T, name string) *Mongo {
+// serverURI is the package's server (MONGO_URI, set by mongotest.Main in
+// TestMain); the test is skipped without one.
+func serverURI(t *testing.T) string {
 	t.Helper()
 	uri := os.Getenv("MONGO_URI")
 	if uri == "" {
 		t.Skip("no server")
 	}
+	return uri
+}
+
+// openTestDB opens a database of its own, named after name, on the
+// package's server (MONGO_URI, set by mongotest.Main in TestMain), for
+// tests that need the store's internals; it is dropped at the end.
+func openTestDB(t *testing.T, name string) *Mongo {
+	t.Helper()
+	uri := serverURI(t)
 	ctx := context.Background()
 	m, err := Open(ctx, uri, fmt.Sprintf("%s%d", name, os.Getpid()))
 	if err != nil {
