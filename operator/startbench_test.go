@@ -203,9 +203,9 @@ func backlogStart(b *testing.B, n int, cfg operator.Config, rc *rest.Config) tim
 
 // floorStart times the requests of the operator's way without the
 // operator: by as many callers as the CrawlJob creators (16) and the
-// operator's workers together, each crawl's CrawlJob create, its PVCs (concurrently), its
-// crawler pod and the status the operator's first pass writes, until all
-// the crawler pods exist. No operator can start the crawls faster than
+// operator's workers together, each crawl's CrawlJob create, its PVCs
+// (concurrently), its crawler pod and the status the operator's first
+// pass writes, until all the crawler pods exist. No operator can start the crawls faster than
 // its own requests go through, so this is the least the operator's way
 // can take, with nothing of the operator's own in it.
 func floorStart(b *testing.B, n int, cfg operator.Config, rc *rest.Config, logged bool) time.Duration {
