@@ -23,10 +23,18 @@ import (
 	"github.com/dlclark/regexp2/v2"
 )
 
-// MatchTimeout bounds one match: a backtracking engine can take
-// exponential time on a hostile pattern, and a timed-out match counts as
-// no match.
-const MatchTimeout = 20 * time.Millisecond
+// MatchTimeout bounds one match of a Regexp from Compile: a backtracking
+// engine can take exponential time on a hostile pattern. It is a wall-clock
+// budget, so it sits far above what any sane pattern needs even while its
+// goroutine waits for a CPU on a loaded machine; a caller scanning many
+// strings stops at the first ErrMatchLimit, which bounds a hostile
+// pattern's cost to about one budget per request.
+const MatchTimeout = time.Second
+
+// ErrMatchLimit is a match that ran out of its time budget or of
+// backtracking stack: the pattern is too costly for the string, which
+// only a catastrophic pattern is.
+var ErrMatchLimit = errors.New("the regular expression is too costly to match")
 
 // Regexp is a compiled JavaScript regular expression (no flags).
 type Regexp struct {
@@ -34,8 +42,20 @@ type Regexp struct {
 }
 
 // Compile parses pattern as new RegExp(pattern) would; the error says why
-// the crawler would reject it.
+// the crawler would reject it. Its matches are bounded by MatchTimeout,
+// for patterns from users matched on a shared server.
 func Compile(pattern string) (*Regexp, error) {
+	r, err := CompileUnbounded(pattern)
+	if err != nil {
+		return nil, err
+	}
+	r.re.MatchTimeout = MatchTimeout
+	return r, nil
+}
+
+// CompileUnbounded is Compile without the time budget: a match runs to
+// its end, as in the crawler, whose scope never gives up on a link.
+func CompileUnbounded(pattern string) (*Regexp, error) {
 	if err := checkGroups(pattern); err != nil {
 		return nil, err
 	}
@@ -43,7 +63,6 @@ func Compile(pattern string) (*Regexp, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid regular expression: %w", unwrapParse(err))
 	}
-	re.MatchTimeout = MatchTimeout
 	return &Regexp{re: re}, nil
 }
 
@@ -57,10 +76,20 @@ func unwrapParse(err error) error {
 	return err
 }
 
-// MatchString reports whether s contains a match. A match that runs out
-// of time or backtracking stack is no match.
-func (r *Regexp) MatchString(s string) bool {
+// Match reports whether s contains a match, or ErrMatchLimit when the
+// match ran out of time or backtracking stack.
+func (r *Regexp) Match(s string) (bool, error) {
 	ok, err := r.re.MatchString(s)
+	if err != nil {
+		return false, fmt.Errorf("%w: %v", ErrMatchLimit, err)
+	}
+	return ok, nil
+}
+
+// MatchString reports whether s contains a match; one that runs out of
+// time or backtracking stack counts as none (Match tells them apart).
+func (r *Regexp) MatchString(s string) bool {
+	ok, err := r.Match(s)
 	return err == nil && ok
 }
 

@@ -1,8 +1,11 @@
 package jsregex
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/dlclark/regexp2/v2"
 )
 
 // The verdicts below are V8's (Node 18, `new RegExp(p)`): the patterns are
@@ -120,15 +123,42 @@ func TestMatchStringIsJavaScriptMatching(t *testing.T) {
 	}
 }
 
-// A catastrophic pattern ends at the match timeout as no match instead of
-// holding its caller.
-func TestHostilePatternTimesOut(t *testing.T) {
+// A catastrophic pattern ends at the match budget, reported as such by
+// Match and as no match by MatchString, instead of holding its caller.
+func TestHostilePatternHitsTheLimit(t *testing.T) {
 	re, err := Compile(`^(a+)+$`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if re.MatchString(strings.Repeat("a", 40) + "!") {
+	s := strings.Repeat("a", 40) + "!"
+	if ok, err := re.Match(s); ok || !errors.Is(err, ErrMatchLimit) {
+		t.Fatalf("Match = %v, %v; want false, ErrMatchLimit", ok, err)
+	}
+	if re.MatchString(s) {
 		t.Fatal("matched")
+	}
+}
+
+// The crawler's own scope checks have no clock: an unbounded Regexp never
+// gives up because its goroutine waited for a CPU, which a bounded one's
+// wall-clock budget cannot promise.
+func TestUnboundedHasNoBudget(t *testing.T) {
+	bounded, err := Compile(`^https?://example\.com/`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unbounded, err := CompileUnbounded(`^https?://example\.com/`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bounded.re.MatchTimeout != MatchTimeout || unbounded.re.MatchTimeout != regexp2.DefaultMatchTimeout {
+		t.Fatalf("budgets %v and %v, want %v and none", bounded.re.MatchTimeout, unbounded.re.MatchTimeout, MatchTimeout)
+	}
+	if ok, err := unbounded.Match("https://example.com/a"); !ok || err != nil {
+		t.Fatalf("Match = %v, %v; want a match", ok, err)
+	}
+	if _, err := CompileUnbounded(`(?P<a>x)`); err == nil {
+		t.Fatal("CompileUnbounded accepted .NET group syntax")
 	}
 }
 

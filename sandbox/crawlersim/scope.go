@@ -97,7 +97,7 @@ func scopeRules(scopeType, seed string) ([]*jsregex.Regexp, error) {
 	default:
 		return nil, fmt.Errorf("invalid scope type %q", scopeType)
 	}
-	re, err := jsregex.Compile(rx)
+	re, err := jsregex.CompileUnbounded(rx)
 	if err != nil {
 		return nil, fmt.Errorf("scope of seed %q: %w", seed, err)
 	}
@@ -161,11 +161,12 @@ func normalizeURL(raw string, allowHash bool) (string, error) {
 }
 
 // compileAll compiles the user's patterns as the crawler does: as
-// JavaScript regexes, the first invalid one being fatal.
+// JavaScript regexes, the first invalid one being fatal, with no time
+// budget (a link is never out of scope because a match was slow).
 func compileAll(rxs []string) ([]*jsregex.Regexp, error) {
 	out := make([]*jsregex.Regexp, 0, len(rxs))
 	for _, s := range rxs {
-		rx, err := jsregex.Compile(s)
+		rx, err := jsregex.CompileUnbounded(s)
 		if err != nil {
 			return nil, fmt.Errorf("invalid regex %q: %w", s, err)
 		}
