@@ -203,6 +203,9 @@ func (s *Server) crawlQueue(c echo.Context) error {
 		return err
 	}
 	out, err := s.redis.queue(c.Request().Context(), crawl.ID, int64(offset), int64(count), re)
+	if errors.Is(err, jsregex.ErrMatchLimit) {
+		return err
+	}
 	if err != nil {
 		s.log.Debug("crawl queue unavailable", "crawl", crawl.ID, "err", err)
 		out = queueOut{Results: []string{}, Matched: []string{}}
@@ -220,6 +223,9 @@ func (s *Server) crawlQueueMatchAll(c echo.Context) error {
 		return err
 	}
 	out, err := s.redis.matchAll(c.Request().Context(), crawl.ID, re)
+	if errors.Is(err, jsregex.ErrMatchLimit) {
+		return err
+	}
 	if err != nil {
 		s.log.Debug("crawl queue unavailable", "crawl", crawl.ID, "err", err)
 		out = queueMatchOut{Matched: []string{}}
@@ -300,7 +306,11 @@ func (s *Server) changeExclusion(c echo.Context, add bool) error {
 		return c.JSON(http.StatusOK, successOut{Success: true})
 	}
 	removed, err := s.redis.removeMatching(ctx, crawl.ID, re)
-	if err != nil {
+	switch {
+	case errors.Is(err, jsregex.ErrMatchLimit):
+		// The exclusion is in place; only the queue's clean-up gave up.
+		s.log.Warn("exclusion too costly to match the queue; nothing removed", "crawl", crawl.ID, "regex", c.QueryParam("regex"))
+	case err != nil:
 		s.log.Debug("removing excluded urls from queue", "crawl", crawl.ID, "err", err)
 	}
 	return c.JSON(http.StatusOK, exclusionAddedOut{Success: true, NumRemoved: removed})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -271,6 +272,33 @@ func TestCrawlErrorsAndLogs(t *testing.T) {
 		t.Fatalf("logs: %d %s", r.Code, r.Body)
 	}
 	e.mustJSON(asCrawler, "GET", e.orgPath("/crawls/"+id+"/access"), nil, 200)
+}
+
+// TestHostileQueueRegex: a pattern that backtracks without end on a
+// queued URL answers 400 invalid_regex after one match budget, instead of
+// a queue where that URL silently does not match; an exclusion of it is
+// still recorded, and the queue is left as it was.
+func TestHostileQueueRegex(t *testing.T) {
+	e := newEnv(t)
+	_, id := e.startCrawl(asCrawler, "wf")
+	urls := []string{"https://example.com/" + strings.Repeat("a", 40), "https://example.com/page/1"}
+	r := seedRedis(t, id, urls)
+	e.setState(id, "running")
+
+	hostile := url.QueryEscape(`(a+)+b`)
+	e.wantDetail(e.do(asCrawler, "GET", e.orgPath("/crawls/"+id+"/queue?offset=0&count=5&regex="+hostile), nil), 400, "invalid_regex")
+	e.wantDetail(e.do(asCrawler, "GET", e.orgPath("/crawls/"+id+"/queueMatchAll?regex="+hostile), nil), 400, "invalid_regex")
+	add := e.mustJSON(asCrawler, "POST", e.orgPath("/crawls/"+id+"/exclusions?regex="+hostile), nil, 200)
+	if add["success"] != true || add["num_removed"] != 0.0 {
+		t.Fatalf("add exclusion: %v", add)
+	}
+	c := e.mustJSON(asViewer, "GET", e.orgPath("/crawls/"+id), nil, 200)
+	if !slices.Equal(toStrings(get(c, "config", "exclude")), []string{`(a+)+b`}) {
+		t.Fatalf("exclusion not recorded: %v", get(c, "config", "exclude"))
+	}
+	if n, _ := r.ZCard(context.Background(), id+":q").Result(); n != int64(len(urls)) {
+		t.Fatalf("queue after the exclusion: %d, want %d", n, len(urls))
+	}
 }
 
 // seedRedis writes a running crawl's keys as the crawler would.

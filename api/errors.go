@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/trawlerhq/trawler/jsregex"
 	"github.com/trawlerhq/trawler/k8s"
 	"github.com/trawlerhq/trawler/s3"
 	"github.com/trawlerhq/trawler/store"
@@ -144,6 +145,9 @@ func statusOf(err error) (int, any) {
 		return http.StatusNotFound, "file_not_found"
 	case errors.Is(err, s3.ErrInvalidKey):
 		return http.StatusBadRequest, "invalid_file_name"
+	case errors.Is(err, jsregex.ErrMatchLimit):
+		// Only a catastrophic pattern runs out of its match budget.
+		return http.StatusBadRequest, "invalid_regex"
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "timeout"
 	default:

@@ -118,7 +118,10 @@ func memberURL(member string) string {
 	return m.URL
 }
 
-// queue is GET /queue: a page of queued URLs and those matching re.
+// queue is GET /queue: a page of queued URLs and those matching re. A
+// pattern too costly to match (jsregex.ErrMatchLimit) ends it with that
+// error, as it ends matchAll and removeMatching: one over-budget match
+// says the pattern is hostile, and the next URLs would cost as much.
 func (l *liveCrawls) queue(ctx context.Context, crawlID string, offset, count int64, re *jsregex.Regexp) (queueOut, error) {
 	out := queueOut{Results: []string{}, Matched: []string{}}
 	err := l.with(ctx, crawlID, func(ctx context.Context, r *redis.Client) error {
@@ -130,7 +133,12 @@ func (l *liveCrawls) queue(ctx context.Context, crawlID string, offset, count in
 		for _, m := range members {
 			u := memberURL(m)
 			out.Results = append(out.Results, u)
-			if re != nil && re.MatchString(u) {
+			if re == nil {
+				continue
+			}
+			if ok, err := re.Match(u); err != nil {
+				return err
+			} else if ok {
 				out.Matched = append(out.Matched, u)
 			}
 		}
@@ -165,10 +173,12 @@ func (l *liveCrawls) matchAll(ctx context.Context, crawlID string, re *jsregex.R
 	err := l.with(ctx, crawlID, func(ctx context.Context, r *redis.Client) error {
 		var err error
 		out.Total, err = scanQueue(ctx, r, crawlID, func(m string) error {
-			if u := memberURL(m); re.MatchString(u) {
+			u := memberURL(m)
+			ok, err := re.Match(u)
+			if ok {
 				out.Matched = append(out.Matched, u)
 			}
-			return nil
+			return err
 		})
 		return err
 	})
@@ -176,15 +186,17 @@ func (l *liveCrawls) matchAll(ctx context.Context, crawlID string, re *jsregex.R
 }
 
 // removeMatching drops queued URLs matching a new exclusion from the
-// queue and from the seen set, and returns how many it removed.
+// queue and from the seen set, and returns how many it removed; it
+// removes none when a match fails.
 func (l *liveCrawls) removeMatching(ctx context.Context, crawlID string, re *jsregex.Regexp) (int, error) {
 	var matched []string
 	err := l.with(ctx, crawlID, func(ctx context.Context, r *redis.Client) error {
 		if _, err := scanQueue(ctx, r, crawlID, func(m string) error {
-			if re.MatchString(memberURL(m)) {
+			ok, err := re.Match(memberURL(m))
+			if ok {
 				matched = append(matched, m)
 			}
-			return nil
+			return err
 		}); err != nil {
 			return err
 		}
