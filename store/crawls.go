@@ -424,8 +424,15 @@ func (m *Mongo) SetCrawlPause(ctx context.Context, oid uuid.UUID, id string, pau
 	if pausedAt == nil {
 		set["autoPausedEmailsSent"] = false
 	}
-	if err := m.setCrawl(ctx, oid, id, set); err != nil {
+	if err := m.checkItemOrg(ctx, oid, id); err != nil {
 		return nil, err
 	}
-	return m.GetCrawl(ctx, oid, id)
+	// One round trip for the write and the read-back: a hundred pauses at
+	// once wait on the store in line.
+	var c Crawl
+	write := options.FindOneAndUpdate().SetReturnDocument(options.After)
+	if err := m.coll(collCrawls).FindOneAndUpdate(ctx, bson.M{"_id": id}, bson.M{"$set": set}, write).Decode(&c); err != nil {
+		return nil, notFoundOr(err, errCrawlNotFound, "updating crawl")
+	}
+	return &c, nil
 }
