@@ -136,9 +136,11 @@ func (l *liveCrawls) queue(ctx context.Context, crawlID string, offset, count in
 			if re == nil {
 				continue
 			}
-			if ok, err := re.Match(u); err != nil {
+			ok, err := re.Match(u)
+			if err != nil {
 				return err
-			} else if ok {
+			}
+			if ok {
 				out.Matched = append(out.Matched, u)
 			}
 		}
