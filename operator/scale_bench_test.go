@@ -221,7 +221,7 @@ func benchScale(b *testing.B, n int) {
 		"the operator's API requests %.1f/s (%s); MongoDB writes %.1f/s (%s)",
 		n, len(busy), window, float64(busyRun.rss)/(1<<20), busyRun.cores(), busyRun.apiTotal(), formatRates(rates),
 		busyRun.opTotal(), busyRun.opWriteKinds(), busyRun.mongoRate(), busyRun.mongoKinds())
-	b.Logf("crawler change -> CrawlJob status: busy crawls' instance state %s, pages done %s (and %d statuses over 4m behind); "+
+	b.Logf("crawler change -> CrawlJob status: busy crawls' instance state %s, pages done %s (and %d pages whose status came over 4m later); "+
 		"idle crawls' instance state %s", summary(lat.get("crawler-state")), summary(progressLat), untimed,
 		summary(lat.get("idle-crawler-state")))
 	b.Logf("state change -> recorded: all %s; stop %s; cancel %s; scale %s; finish %s; not recorded within 2m: %v",

@@ -34,8 +34,8 @@ type scaleWatch struct {
 	pages     map[string]bool // busy crawls whose status showed pages
 	recording bool
 	progress  []time.Duration
-	// untimed counts statuses whose pages the fleet no longer remembers
-	// writing (minutes behind).
+	// untimed counts pages done whose time the fleet no longer remembers
+	// (their status came minutes behind).
 	untimed int
 }
 
@@ -83,8 +83,14 @@ func (w *scaleWatch) note(j *trawlerv1.CrawlJob) {
 		return
 	}
 	w.pages[id] = true
-	if w.recording {
-		if wrote, ok := w.fleet.PagesAt(id, j.Status.PagesDone); ok {
+	if !w.recording {
+		return
+	}
+	// Every page done since the last status is a change this status
+	// shows, the oldest waited longest: timing only the newest count
+	// would hide a crawl whose status is written seldom.
+	for n := old.PagesDone + 1; n <= j.Status.PagesDone; n++ {
+		if wrote, ok := w.fleet.PagesAt(id, n); ok {
 			w.progress = append(w.progress, now.Sub(wrote))
 		} else {
 			w.untimed++
@@ -132,8 +138,8 @@ func (w *scaleWatch) recordProgress(on bool) {
 	w.recording = on
 }
 
-// progressLatencies returns the busy crawls' pages-done latencies and
-// how many statuses were too late to time.
+// progressLatencies returns the busy crawls' pages-done latencies, one per
+// page, and how many pages were too late to time.
 func (w *scaleWatch) progressLatencies() ([]time.Duration, int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
