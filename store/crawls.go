@@ -265,19 +265,14 @@ func (m *Mongo) UpdateCrawl(ctx context.Context, oid uuid.UUID, id string, upd C
 	if !upd.Tags.Set {
 		return m.setCrawl(ctx, oid, id, set)
 	}
-	if err := m.checkItemOrg(ctx, oid, id); err != nil {
-		return err
-	}
 	// The write returns the item's collections as they are after it: a
 	// membership change racing with the edit is either seen here or
-	// recounts the new tags itself. FerretDB v1 has no findAndModify
-	// projection ("fields"), so the whole document comes back.
+	// recounts the new tags itself.
 	var after struct {
 		CollectionIDs []uuid.UUID `bson:"collectionIds"`
 	}
-	write := options.FindOneAndUpdate().SetReturnDocument(options.After)
-	if err := m.coll(collCrawls).FindOneAndUpdate(ctx, bson.M{"_id": id}, bson.M{"$set": set}, write).Decode(&after); err != nil {
-		return notFoundOr(err, errCrawlNotFound, "updating crawl")
+	if err := m.setCrawlReturning(ctx, oid, id, set, &after); err != nil {
+		return err
 	}
 	return m.recomputeCollections(ctx, after.CollectionIDs)
 }
@@ -321,6 +316,20 @@ func (m *Mongo) setCrawl(ctx context.Context, oid uuid.UUID, id string, set bson
 	}
 	if res.MatchedCount == 0 {
 		return errCrawlNotFound
+	}
+	return nil
+}
+
+// setCrawlReturning is setCrawl that decodes the crawl as it is after the
+// write into after, in the write's own round trip. FerretDB v1 has no
+// findAndModify projection ("fields"), so the whole document comes back.
+func (m *Mongo) setCrawlReturning(ctx context.Context, oid uuid.UUID, id string, set bson.M, after any) error {
+	if err := m.checkItemOrg(ctx, oid, id); err != nil {
+		return err
+	}
+	write := options.FindOneAndUpdate().SetReturnDocument(options.After)
+	if err := m.coll(collCrawls).FindOneAndUpdate(ctx, bson.M{"_id": id}, bson.M{"$set": set}, write).Decode(after); err != nil {
+		return notFoundOr(err, errCrawlNotFound, "updating crawl")
 	}
 	return nil
 }
@@ -424,15 +433,11 @@ func (m *Mongo) SetCrawlPause(ctx context.Context, oid uuid.UUID, id string, pau
 	if pausedAt == nil {
 		set["autoPausedEmailsSent"] = false
 	}
-	if err := m.checkItemOrg(ctx, oid, id); err != nil {
-		return nil, err
-	}
 	// One round trip for the write and the read-back: a hundred pauses at
 	// once wait on the store in line.
 	var c Crawl
-	write := options.FindOneAndUpdate().SetReturnDocument(options.After)
-	if err := m.coll(collCrawls).FindOneAndUpdate(ctx, bson.M{"_id": id}, bson.M{"$set": set}, write).Decode(&c); err != nil {
-		return nil, notFoundOr(err, errCrawlNotFound, "updating crawl")
+	if err := m.setCrawlReturning(ctx, oid, id, set, &c); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }
