@@ -104,25 +104,36 @@ func (sc *statusChanges) String() string {
 // adds its own load and up to a period's delay.
 func (h *harness) podsSeen(ctx context.Context, ns, role string, n int) <-chan time.Time {
 	h.t.Helper()
+	out := make(chan time.Time, 1)
+	all := h.podsFirst(ctx, ns, k8s.LabelRole+"="+role, n, func(*corev1.Pod) bool { return true })
+	go func() { out <- slices.MaxFunc(slices.Collect(maps.Values(<-all)), time.Time.Compare) }()
+	return out
+}
+
+// podsFirst watches a namespace's pods that match the label selector from
+// now on and, once n distinct ones have met cond, yields when each first
+// did (see podsSeen).
+func (h *harness) podsFirst(ctx context.Context, ns, selector string, n int, cond func(*corev1.Pod) bool) <-chan map[string]time.Time {
+	h.t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	h.t.Cleanup(cancel)
 	f := kubeinformers.NewSharedInformerFactoryWithOptions(h.kube, 0, kubeinformers.WithNamespace(ns),
-		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = k8s.LabelRole + "=" + role }))
+		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
 	inf := f.Core().V1().Pods().Informer()
-	out := make(chan time.Time, 1)
+	out := make(chan map[string]time.Time, 1)
 	var mu sync.Mutex
-	seen := map[string]bool{}
+	seen := map[string]time.Time{}
 	see := func(obj any) {
 		p, ok := obj.(*corev1.Pod)
-		if !ok {
+		if !ok || !cond(p) {
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if !seen[p.Name] {
-			seen[p.Name] = true
+		if _, ok := seen[p.Name]; !ok && len(seen) < n {
+			seen[p.Name] = time.Now()
 			if len(seen) == n {
-				out <- time.Now()
+				out <- maps.Clone(seen)
 				cancel() // the watch has done its job
 			}
 		}
@@ -133,7 +144,6 @@ func (h *harness) podsSeen(ctx context.Context, ns, role string, n int) <-chan t
 	return out
 }
 
-// when waits (at most 5 minutes) for the time a channel yields.
 func (h *harness) when(what string, ch <-chan time.Time) time.Time {
 	h.t.Helper()
 	select {

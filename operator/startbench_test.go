@@ -291,16 +291,7 @@ func (h *harness) settle() {
 				return false
 			}
 		}
-		pvcs, err := h.kube.CoreV1().PersistentVolumeClaims(h.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false
-		}
-		for _, p := range pvcs.Items {
-			if p.Status.Phase != corev1.ClaimBound {
-				return false
-			}
-		}
-		return true
+		return h.allPVCsBound()
 	})
 	zero := int64(0)
 	all := metav1.ListOptions{}

@@ -83,8 +83,13 @@ func (c *Cluster) start(ctx context.Context) error {
 		args []string
 		dst  **Process
 	}{
+		// The scheduler's client gets the budget of a cluster sized for
+		// many crawls at once, the operator's own (kube_qps 200): at the
+		// default 50 a second after a burst of 100, binding the 200 pods
+		// of 100 crawls resumed at once took 2.9 s by itself
+		// (BenchmarkResumeFloor, docs/benchmarks.md).
 		{"kube-scheduler", []string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false",
-			"--bind-address=127.0.0.1", "--secure-port=0"}, &c.Scheduler},
+			"--bind-address=127.0.0.1", "--secure-port=0", "--kube-api-qps=200", "--kube-api-burst=400"}, &c.Scheduler},
 		{"kube-controller-manager", []string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false",
 			"--bind-address=127.0.0.1", "--secure-port=0",
 			"--controllers=garbagecollector,namespace,pvc-protection,pv-protection,serviceaccount," +
