@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -144,13 +145,21 @@ func (h *harness) podsFirst(ctx context.Context, ns, selector string, n int, con
 	return out
 }
 
+// when waits (at most 5 minutes) for the time a channel yields.
 func (h *harness) when(what string, ch <-chan time.Time) time.Time {
 	h.t.Helper()
+	return await(h.t, what, ch)
+}
+
+// await waits (at most 5 minutes) for what a channel yields.
+func await[T any](t testing.TB, what string, ch <-chan T) T {
+	t.Helper()
 	select {
-	case t := <-ch:
-		return t
+	case v := <-ch:
+		return v
 	case <-time.After(5 * time.Minute):
-		h.t.Fatalf("timed out waiting for %s", what)
-		return time.Time{}
+		t.Fatalf("timed out waiting for %s", what)
+		var zero T
+		return zero
 	}
 }

@@ -66,7 +66,7 @@ func BenchmarkResumeFloor(b *testing.B) {
 			}
 		}
 		wg.Wait()
-		at := h.whenRunning(running)
+		at := await(b, "the pods running", running)
 		var round []time.Duration
 		for id, ps := range pods {
 			var last time.Time
@@ -84,18 +84,6 @@ func BenchmarkResumeFloor(b *testing.B) {
 	}
 	b.ReportMetric(percentile(took, 0.5).Seconds(), "s-p50")
 	b.ReportMetric(percentile(took, 0.99).Seconds(), "s-p99")
-}
-
-// whenRunning waits for podsFirst's times.
-func (h *harness) whenRunning(ch <-chan map[string]time.Time) map[string]time.Time {
-	h.t.Helper()
-	select {
-	case at := <-ch:
-		return at
-	case <-time.After(5 * time.Minute):
-		h.t.Fatal("timed out waiting for the pods to run")
-		return nil
-	}
 }
 
 // allPVCsBound reports whether every PVC in the harness's namespace is bound.
