@@ -65,7 +65,10 @@ func TestLoginGuessingIsThrottled(t *testing.T) {
 	const client = "198.51.100.7:4000"
 
 	// Parallel guesses cannot slip past the limit: each is counted
-	// before its password is checked.
+	// before its password is checked. Refused guesses count against the
+	// account too, so in parallel an attempt that is third for the pair
+	// may already be past the account's free failures and be paced:
+	// between one and three passwords are checked, never more.
 	var mu sync.Mutex
 	codes := map[int]int{}
 	var wg sync.WaitGroup
@@ -78,8 +81,8 @@ func TestLoginGuessingIsThrottled(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if codes[400] != 3 || codes[429] != 5 {
-		t.Fatalf("8 parallel guesses: %v, want 3 x 400 and 5 x 429", codes)
+	if codes[400] < 1 || codes[400] > 3 || codes[400]+codes[429] != 8 {
+		t.Fatalf("8 parallel guesses: %v, want 1 to 3 x 400 and the rest 429", codes)
 	}
 	rec := loginRecorded(s, client, "", "ADMIN@example.com", "PASSW0RD!")
 	e.wantDetail(resp{Code: rec.Code, Body: rec.Body.Bytes()}, 429, "too_many_login_attempts")
