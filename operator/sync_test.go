@@ -54,6 +54,17 @@ func newFixture(t *testing.T, cj *trawlerv1.CrawlJob, objs ...runtime.Object) *f
 	return f
 }
 
+// runningFixture is newFixture of a scale-1 crawl whose crawler and
+// Redis pods run on their PVCs and whose document is running.
+func runningFixture(t *testing.T, cj *trawlerv1.CrawlJob) *fixture {
+	t.Helper()
+	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
+	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), redisPodIn(corev1.PodRunning),
+		pvcs["redis-"+testID], pvcs[name(0)])
+	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
+	return f
+}
+
 // seed puts an object into the matching informer cache.
 func (f *fixture) seed(obj runtime.Object) {
 	var err error
@@ -379,10 +390,7 @@ func TestSyncDeletedCrawlIsCanceledAndTornDownInOrder(t *testing.T) {
 	cj := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) {
 		cj.DeletionTimestamp = mtime(t0)
 	})
-	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
-	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), redisPodIn(corev1.PodRunning),
-		pvcs["redis-"+testID], pvcs[name(0)])
-	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
+	f := runningFixture(t, cj)
 	if err := f.sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -505,10 +513,7 @@ func TestSyncForceDeletesPodsStuckTerminating(t *testing.T) {
 // that moment.
 func TestSyncWritesProgressOncePerInterval(t *testing.T) {
 	cj := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1))
-	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
-	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), redisPodIn(corev1.PodRunning),
-		pvcs["redis-"+testID], pvcs[name(0)])
-	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
+	f := runningFixture(t, cj)
 	interval := f.c.cfg.StatsInterval
 	pass := func(status string, done int64) []string {
 		t.Helper()
@@ -695,10 +700,7 @@ func (f *fixture) waitEnqueued(fail string) {
 // without asking again.
 func TestSyncGoesOnWithoutASlowStoresAnswer(t *testing.T) {
 	cj := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1))
-	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
-	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), redisPodIn(corev1.PodRunning),
-		pvcs["redis-"+testID], pvcs[name(0)])
-	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
+	f := runningFixture(t, cj)
 	f.store.slowStates = make(chan struct{})
 	f.withRedis(reachable("pending-wait"))
 	if err := f.sync(); err != nil {
@@ -791,10 +793,7 @@ func TestPausedStatusWaitsForASlowCharge(t *testing.T) {
 // does not show yet; a state change is written at once all the same.
 func TestProgressWaitsUntilTheCacheShowsTheLastWrite(t *testing.T) {
 	cj := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1))
-	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
-	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), redisPodIn(corev1.PodRunning),
-		pvcs["redis-"+testID], pvcs[name(0)])
-	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
+	f := runningFixture(t, cj)
 	redisAt := func(status string, done int64) {
 		r := reachable(status)
 		r.PagesFound, r.PagesDone = 100, done
