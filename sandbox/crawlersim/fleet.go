@@ -443,6 +443,16 @@ func (f *Fleet) PagesAt(crawlID string, n int64) (time.Time, bool) {
 	return m.at, m.n == n && !m.at.IsZero()
 }
 
+// PagesDone returns the crawl's pages-done count as last written.
+func (f *Fleet) PagesDone(crawlID string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cr := f.crawls[crawlID]; cr != nil {
+		return cr.pages
+	}
+	return 0
+}
+
 // EndedAt returns when an instance of the crawl last said done.
 func (f *Fleet) EndedAt(crawlID string) (time.Time, bool) {
 	f.mu.Lock()
