@@ -27,7 +27,7 @@ import (
 // What it created or deleted and the caches do not show yet is expected
 // (see expectations): a pass on a stale cache repeats none of it.
 func (c *Controller) apply(ctx context.Context, cj *trawlerv1.CrawlJob, o observed, want children) (time.Duration, error) {
-	key := jobKey(cj)
+	key := cj.Namespace + "/" + cj.Name
 	var errs []error
 	var requeue time.Duration
 	pods := map[string]*corev1.Pod{}

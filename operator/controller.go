@@ -325,9 +325,6 @@ func splitKey(key string) (string, string) {
 	return ns, name
 }
 
-// jobKey is a CrawlJob's namespace/name key.
-func jobKey(cj *trawlerv1.CrawlJob) string { return cj.Namespace + "/" + cj.Name }
-
 // isGone reports whether an API error means the object is already gone
 // or was replaced (a UID precondition failed).
 func isGone(err error) bool {

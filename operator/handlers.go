@@ -92,11 +92,9 @@ func (c *Controller) enqueueOwner(obj any, cause string) {
 // wake is how a poller asks for a sync: at once when what it saw may
 // change a decision (change names it), and for progress alone on the
 // progress queue when the write budget allows the next progress write
-// (one sync per stats interval, not one per poll), the crawl document's
-// stats at once when they lag (catchUpStats).
+// (one sync per stats interval, not one per poll).
 func (c *Controller) wake(key, change string) {
 	if change == "" {
-		c.catchUpStats(key)
 		c.enqueueProgress(key, c.budget.wait(key, c.clock.Now()), "poller")
 		return
 	}

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	trawlerv1 "github.com/trawlerhq/trawler/k8s/apis/trawler/v1"
@@ -17,8 +18,72 @@ import (
 // Writing a crawl's status: a state change at once, progress at most once
 // per stats interval (the write budget) and within the progress queue's
 // global budget, each time to the CrawlJob status and, for what changed,
-// to the crawl document (in batches, progressstore.go; the stats also
-// straight from the poller when the document lags, catchUpStats).
+// to the crawl document (in batches, progressstore.go).
+
+// writeBudget remembers per CrawlJob when its status was last written and
+// which stats the crawl document holds, so that progress alone is written
+// at most once per interval. The poller asks it when to wake a sync for
+// progress; syncs of one job never run concurrently, the poller's reads
+// may.
+type writeBudget struct {
+	interval time.Duration
+
+	mu   sync.Mutex
+	jobs map[string]budgetEntry
+}
+
+type budgetEntry struct {
+	written time.Time
+	stats   store.CrawlStats
+	stored  bool // stats is what the crawl document holds
+}
+
+func newWriteBudget(interval time.Duration) *writeBudget {
+	return &writeBudget{interval: interval, jobs: map[string]budgetEntry{}}
+}
+
+// wait returns how long progress of key must wait before it may be
+// written (0: now).
+func (b *writeBudget) wait(key string, now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.jobs[key]
+	if !ok {
+		return 0
+	}
+	return max(e.written.Add(b.interval).Sub(now), 0)
+}
+
+func (b *writeBudget) wrote(key string, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.jobs[key]
+	e.written = now
+	b.jobs[key] = e
+}
+
+// storedStats returns the stats the crawl document holds, as far as this
+// process knows.
+func (b *writeBudget) storedStats(key string) (store.CrawlStats, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.jobs[key]
+	return e.stats, e.stored
+}
+
+func (b *writeBudget) storeStats(key string, s store.CrawlStats) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.jobs[key]
+	e.stats, e.stored = s, true
+	b.jobs[key] = e
+}
+
+func (b *writeBudget) forget(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.jobs, key)
+}
 
 // writeStatus writes the status a sync computed as needsStatusUpdate and
 // the budget allow, as a merge patch of what changed; progress it holds
@@ -29,10 +94,8 @@ import (
 // status goes first (the crawl document already has the state, from the
 // compare-and-set); then the crawl document is given the stats and the
 // pod view that changed, written with other crawls' in a batch, so both
-// move together (or the poller's catch-up hands the document newer stats
-// first, catchUpStats). readAt is when the crawl's Redis was read for
-// the status's stats, zero when the pass read none.
-func (c *Controller) writeStatus(ctx context.Context, key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus, readAt time.Time, class syncClass) error {
+// move together.
+func (c *Controller) writeStatus(ctx context.Context, key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus, class syncClass) error {
 	now := c.clock.Now()
 	client, precondition := c.trawler, cj.ResourceVersion
 	switch needsStatusUpdate(cj.Status, st) {
@@ -76,68 +139,50 @@ func (c *Controller) writeStatus(ctx context.Context, key string, cj *trawlerv1.
 	}
 	c.written.wrote(key, cj.ResourceVersion, updated)
 	c.budget.wrote(key, now)
-	c.recordProgress(key, cj, st, readAt)
+	c.recordProgress(key, cj, st)
 	return nil
 }
 
 // recordProgress hands the crawl document's batch writer what it lacks of
 // the status just written: the stats when they differ from what it holds
-// and come from a newer reading (readAt; not for a finished crawl, whose
-// stats came with its final state), and the per-pod view when it changed
-// enough since the status last written.
-func (c *Controller) recordProgress(key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus, readAt time.Time) {
+// (not for a finished crawl, whose stats came with its final state), and
+// the per-pod view when it changed enough since the status last written.
+func (c *Controller) recordProgress(key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus) {
+	var stats *store.CrawlStats
 	if st.Finished == nil {
-		stats := store.CrawlStats{Found: st.PagesFound, Done: st.PagesDone, Size: st.Size}
-		c.handOverStats(key, cj, stats, readAt)
+		stats = c.unstoredStats(key, cj, st)
 	}
+	var pods map[string]store.PodStatus
 	if len(st.Pods) > 0 && podsChangedMuch(cj.Status.Pods, st.Pods) {
 		now := c.clock.Now().UTC()
-		pods := make(map[string]store.PodStatus, len(st.Pods))
+		pods = make(map[string]store.PodStatus, len(st.Pods))
 		for k, p := range st.Pods {
 			pods[k] = toStorePod(p, now)
 		}
-		c.progressStore.add(store.CrawlProgress{CrawlID: cj.Spec.ID, Pods: pods})
+	}
+	if stats == nil && pods == nil {
+		return
+	}
+	c.progressStore.add(store.CrawlProgress{CrawlID: cj.Spec.ID, Stats: stats, Pods: pods})
+	if stats != nil {
+		c.budget.storeStats(key, *stats)
 	}
 }
 
-// handOverStats gives the batch writer a crawl's stats read at readAt,
-// unless the crawl document holds them or a newer reading (writeBudget's
-// handOver). A restarted operator takes the stats of the status last
-// written as stored: at worst the document lags until the next progress
-// write (and the final stats come with the final state).
-func (c *Controller) handOverStats(key string, cj *trawlerv1.CrawlJob, stats store.CrawlStats, readAt time.Time) {
-	known := store.CrawlStats{Found: cj.Status.PagesFound, Done: cj.Status.PagesDone, Size: cj.Status.Size}
-	c.budget.handOver(key, stats, known, readAt, c.clock.Now(), func() {
-		c.progressStore.add(store.CrawlProgress{CrawlID: cj.Spec.ID, Stats: &stats})
-	})
-}
-
-// docStatsMaxLag, in stats intervals, is how far behind its crawl's Redis
-// a crawl document's stats may fall before the poller hands them over
-// itself (catchUpStats): 10 s by default, upstream's resync period.
-const docStatsMaxLag = 5
-
-// catchUpStats hands a crawl's latest reading straight to the crawl
-// document when the document's stats were last handed over
-// docStatsMaxLag intervals ago or more. The API shows the document's
-// stats, and the document gets them with each progress write of the
-// CrawlJob status; at ten thousand crawls the API server cannot take a
-// status write per busy crawl per interval, the progress lane's turn for
-// a crawl comes half a minute apart, and the page counts users see would
-// wait as long. It rides on the poller's wakes: a crawl whose counts
-// stopped moving waits for the lane.
-func (c *Controller) catchUpStats(key string) {
-	now := c.clock.Now()
-	if !c.budget.lagging(key, now, docStatsMaxLag*c.cfg.StatsInterval) {
-		return
+// unstoredStats returns the status's stats when they differ from what the
+// crawl document holds, else nil. A restarted operator takes the stats of
+// the status last written as stored: at worst the document lags until the
+// next progress write (and the final stats come with the final state).
+func (c *Controller) unstoredStats(key string, cj *trawlerv1.CrawlJob, st trawlerv1.CrawlJobStatus) *store.CrawlStats {
+	stats := store.CrawlStats{Found: st.PagesFound, Done: st.PagesDone, Size: st.Size}
+	stored, known := c.budget.storedStats(key)
+	if !known {
+		stored = store.CrawlStats{Found: cj.Status.PagesFound, Done: cj.Status.PagesDone, Size: cj.Status.Size}
 	}
-	r := c.pollers.get(key)
-	ns, name := splitKey(key)
-	cj, err := c.jobs.CrawlJobs(ns).Get(name)
-	if r == nil || !r.Reachable || err != nil || cj.Status.Finished != nil || cj.DeletionTimestamp != nil {
-		return
+	if stats == stored {
+		return nil
 	}
-	c.handOverStats(key, cj, store.CrawlStats{Found: r.PagesFound, Done: r.PagesDone, Size: r.Size}, r.Since)
+	return &stats
 }
 
 // podsChangedMuch reports changes worth a database write: pods coming or

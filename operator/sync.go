@@ -104,7 +104,7 @@ func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) er
 	// brings writes the status, with this pass's answers, and wraps up.
 	switch {
 	case !pending && !execPending || changesChildren(cj.Status, st):
-		errs = append(errs, c.writeStatus(ctx, key, cj, st, progressReadAt(p, o), class))
+		errs = append(errs, c.writeStatus(ctx, key, cj, st, class))
 	case execPending && len(answers) > 0:
 		c.calls.keep(key, p.Transitions, answers)
 	}
@@ -120,15 +120,6 @@ func (c *Controller) syncAs(ctx context.Context, key string, class syncClass) er
 		c.enqueueAfter(key, requeue, "requeue")
 	}
 	return errors.Join(errs...)
-}
-
-// progressReadAt is when the crawl's Redis was read for the stats a
-// pass's status carries, zero when it carries none read in this pass.
-func progressReadAt(p plan, o observed) time.Time {
-	if p.Progress == nil || o.Redis == nil {
-		return time.Time{}
-	}
-	return o.Redis.Since
 }
 
 // forgetJob drops what the controller holds for a job that is gone.
@@ -299,9 +290,7 @@ func (c *Controller) recordTransition(ctx context.Context, cj *trawlerv1.CrawlJo
 		f := c.clock.Now().UTC().Truncate(time.Second)
 		extra.Finished = &f
 		// The final stats come with the final state: no progress batch
-		// may land after them. (Should the transition fail, the next
-		// pass brings the final stats again.)
-		c.budget.finalize(jobKey(cj))
+		// may land after them.
 		if err := c.progressStore.settle(ctx, cj.Spec.ID); err != nil {
 			return transitionResult{}, err
 		}

@@ -54,17 +54,6 @@ func newFixture(t *testing.T, cj *trawlerv1.CrawlJob, objs ...runtime.Object) *f
 	return f
 }
 
-// runningFixture is newFixture of a scale-1 crawl whose crawler and
-// Redis pods run on their PVCs and whose document is running.
-func runningFixture(t *testing.T, cj *trawlerv1.CrawlJob) *fixture {
-	t.Helper()
-	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
-	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), redisPodIn(corev1.PodRunning),
-		pvcs["redis-"+testID], pvcs[name(0)])
-	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
-	return f
-}
-
 // seed puts an object into the matching informer cache.
 func (f *fixture) seed(obj runtime.Object) {
 	var err error
@@ -390,7 +379,10 @@ func TestSyncDeletedCrawlIsCanceledAndTornDownInOrder(t *testing.T) {
 	cj := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1), func(cj *trawlerv1.CrawlJob) {
 		cj.DeletionTimestamp = mtime(t0)
 	})
-	f := runningFixture(t, cj)
+	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
+	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), redisPodIn(corev1.PodRunning),
+		pvcs["redis-"+testID], pvcs[name(0)])
+	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
 	if err := f.sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +505,10 @@ func TestSyncForceDeletesPodsStuckTerminating(t *testing.T) {
 // that moment.
 func TestSyncWritesProgressOncePerInterval(t *testing.T) {
 	cj := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1))
-	f := runningFixture(t, cj)
+	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
+	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), redisPodIn(corev1.PodRunning),
+		pvcs["redis-"+testID], pvcs[name(0)])
+	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
 	interval := f.c.cfg.StatsInterval
 	pass := func(status string, done int64) []string {
 		t.Helper()
@@ -700,7 +695,10 @@ func (f *fixture) waitEnqueued(fail string) {
 // without asking again.
 func TestSyncGoesOnWithoutASlowStoresAnswer(t *testing.T) {
 	cj := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1))
-	f := runningFixture(t, cj)
+	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
+	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), redisPodIn(corev1.PodRunning),
+		pvcs["redis-"+testID], pvcs[name(0)])
+	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
 	f.store.slowStates = make(chan struct{})
 	f.withRedis(reachable("pending-wait"))
 	if err := f.sync(); err != nil {
@@ -793,7 +791,10 @@ func TestPausedStatusWaitsForASlowCharge(t *testing.T) {
 // does not show yet; a state change is written at once all the same.
 func TestProgressWaitsUntilTheCacheShowsTheLastWrite(t *testing.T) {
 	cj := newJob(1, withFinalizer, runningStatus(store.StateRunning, 1))
-	f := runningFixture(t, cj)
+	pvcs := desiredChildren(cj, testConfig(), childPlan{RedisPVC: true, CrawlerPVCs: []int{0}}).PVCs
+	f := newFixture(t, cj, configMap(), crawlerPodIn(0, corev1.PodRunning), redisPodIn(corev1.PodRunning),
+		pvcs["redis-"+testID], pvcs[name(0)])
+	f.store.SetCrawlState(context.Background(), testID, store.StateRunning, nil, store.CrawlStateExtra{})
 	redisAt := func(status string, done int64) {
 		r := reachable(status)
 		r.PagesFound, r.PagesDone = 100, done
