@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -69,10 +70,11 @@ func BenchmarkResumeFloor(b *testing.B) {
 		at := await(b, "the pods running", running)
 		var round []time.Duration
 		for id, ps := range pods {
-			var last time.Time
-			for _, p := range ps {
-				last = maxTime(last, at[p.Name])
+			times := make([]time.Time, len(ps))
+			for i, p := range ps {
+				times[i] = at[p.Name]
 			}
+			last := slices.MaxFunc(times, time.Time.Compare)
 			if last.IsZero() {
 				b.Fatalf("crawl %s: pods never seen running", id)
 			}
@@ -113,11 +115,4 @@ func (h *harness) removePods() {
 		pods, err := h.kube.CoreV1().Pods(h.ns).List(ctx, metav1.ListOptions{LabelSelector: k8s.LabelCrawl})
 		return err == nil && len(pods.Items) == 0
 	})
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
