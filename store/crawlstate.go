@@ -231,13 +231,18 @@ func (m *Mongo) AddCrawlFiles(ctx context.Context, crawlID string, files []Crawl
 // the crawler uploads them, and a scan of all the org's items per file
 // (RecomputeOrgBytesStored: 1-2 s of the sandbox database's CPU at
 // 10,000 crawls) made the database the bottleneck of many crawls' ends.
-// A call that finds files already recorded is a replay (a crash may have
-// come between the two writes), so it recomputes the org's bytesStored
-// instead.
+// A call that finds files already recorded is a replay (a crash or a
+// timeout may have come between the two writes): the org's bytesStored is
+// then owed a recomputation, which the crawl's post-crawl tasks make
+// (healOrgBytesStored). It is not made here: the files are recorded, and
+// on a loaded database a scan of the org's items outlasts the call's time,
+// so a record retried after a timeout failed on its scan every time and
+// the crawl's end waited for it (a crawl of 10,000 in one org not
+// recorded as finished after 2 minutes, each retry another scan).
 //
 // A recomputation running meanwhile (a delete, an upload) can still
 // count the added files twice or not at all; RunPostCrawlTasks sets that
-// right (healOrgBytesStored).
+// right too.
 //
 // The write is conditional on fileCount being unchanged since the read (a
 // compare-and-set, retried if another process added a file in between).
@@ -249,16 +254,16 @@ func (m *Mongo) AddCrawlFiles(ctx context.Context, crawlID string, files []Crawl
 // if the compare-and-set kept losing.
 func (m *Mongo) PushCrawlFiles(ctx context.Context, crawlID string, files []CrawlFile) (FileResult, error) {
 	res, oid, err := m.pushCrawlFiles(ctx, crawlID, files)
-	switch {
-	case err != nil:
+	if err != nil {
 		return res, err
-	case res.Added < len(files):
-		if err := m.RecomputeOrgBytesStored(ctx, oid); err != nil && !errors.Is(err, ErrNotFound) {
-			return res, err
-		}
-	case res.AddedSize > 0:
+	}
+	if res.Added < len(files) {
+		m.orgBytes.owe(oid, time.Now())
+	}
+	if res.AddedSize > 0 {
 		if _, err := m.coll(collOrgs).UpdateOne(ctx, bson.M{"_id": oid},
 			bson.M{"$inc": bson.M{"bytesStored": res.AddedSize}}); err != nil {
+			m.orgBytes.owe(oid, time.Now())
 			return res, fmt.Errorf("adding the files' size to the org's bytesStored: %w", err)
 		}
 	}

@@ -263,15 +263,15 @@ func TestAddCrawlFileCountsBytesStored(t *testing.T) {
 
 // TestPushCrawlFilesAddsToBytesStored: PushCrawlFiles records the files
 // (once each) and adds their size to the org's bytesStored without the
-// org's scan; a replay (the files already there: a crash may have come
-// between the two writes) recomputes it instead, and a crawl's post-crawl
-// tasks heal what drifted.
+// org's scan; a replay (the files already there: a crash or a timeout may
+// have come between the two writes) leaves the org owed a recomputation,
+// which the next post-crawl tasks make however lately one ran; otherwise
+// they heal what drifted only once ten recomputations' time has passed.
 func TestPushCrawlFilesAddsToBytesStored(t *testing.T) {
 	m := mongotest.Open(t)
 	ctx := context.Background()
 	org := mustOrg(t, m, "org")
 	wf := mustWorkflow(t, m, org.ID, "wf", "https://a.example/")
-	mustCrawl(t, m, wf, "c", now())
 	bytesStored := func() int64 { t.Helper(); return orgBytesStored(t, m, org.ID) }
 	drift := func() {
 		t.Helper()
@@ -279,6 +279,18 @@ func TestPushCrawlFilesAddsToBytesStored(t *testing.T) {
 			t.Fatalf("drifting the org's bytesStored: %+v, %v", r, err)
 		}
 	}
+	finish := func(id string, recounted time.Time, took time.Duration) {
+		t.Helper()
+		at := time.Now()
+		if _, _, err := m.SetCrawlState(ctx, id, store.StateComplete, store.StartingStates, store.CrawlStateExtra{Finished: &at}); err != nil {
+			t.Fatal(err)
+		}
+		m.DateOrgBytesRecount(org.ID, recounted, took)
+		if _, err := m.RunPostCrawlTasks(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCrawl(t, m, wf, "c", now())
 	f := store.CrawlFile{Filename: "oid/c-0.wacz", Size: 10}
 	res, err := m.PushCrawlFiles(ctx, "c", []store.CrawlFile{f})
 	if want := (store.FileResult{Added: 1, AddedSize: 10, FileCount: 1, FileSize: 10}); err != nil || res != want {
@@ -293,32 +305,24 @@ func TestPushCrawlFilesAddsToBytesStored(t *testing.T) {
 	if want := (store.FileResult{FileCount: 1, FileSize: 10}); err != nil || res != want {
 		t.Fatalf("replay: %+v, %v; want %+v", res, err, want)
 	}
+	if got := bytesStored(); got != 3 {
+		t.Fatalf("after the replay: bytesStored %d, want 3 (owed to the post-crawl tasks, not scanned)", got)
+	}
+	// A recomputation ended just now, but it started an hour ago, before
+	// the replay.
+	finish("c", time.Now(), time.Hour)
 	if got := bytesStored(); got != 10 {
-		t.Fatalf("after the replay: bytesStored %d, want 10 (recomputed)", got)
+		t.Fatalf("post-crawl tasks after the replay: bytesStored %d, want 10 (owed, recomputed)", got)
 	}
 
 	drift()
-	at := time.Now()
-	if _, _, err := m.SetCrawlState(ctx, "c", store.StateComplete, store.StartingStates, store.CrawlStateExtra{Finished: &at}); err != nil {
-		t.Fatal(err)
-	}
-	// The replay's recomputation was just now: a heal waits ten of its
-	// durations.
-	m.DateOrgBytesRecount(org.ID, time.Now(), time.Hour)
-	if _, err := m.RunPostCrawlTasks(ctx, "c"); err != nil {
-		t.Fatal(err)
-	}
+	mustCrawl(t, m, wf, "d", now())
+	finish("d", time.Now(), time.Hour)
 	if got := bytesStored(); got != 3 {
 		t.Fatalf("post-crawl tasks right after a recomputation: bytesStored %d, want 3 (left)", got)
 	}
-	mustCrawl(t, m, wf, "d", now())
-	if _, _, err := m.SetCrawlState(ctx, "d", store.StateComplete, store.StartingStates, store.CrawlStateExtra{Finished: &at}); err != nil {
-		t.Fatal(err)
-	}
-	m.DateOrgBytesRecount(org.ID, time.Now().Add(-time.Minute), time.Second)
-	if _, err := m.RunPostCrawlTasks(ctx, "d"); err != nil {
-		t.Fatal(err)
-	}
+	mustCrawl(t, m, wf, "e", now())
+	finish("e", time.Now().Add(-time.Minute), time.Second)
 	if got := bytesStored(); got != 10 {
 		t.Fatalf("post-crawl tasks ten recomputations' time later: bytesStored %d, want 10 (healed)", got)
 	}

@@ -39,5 +39,5 @@ func (m *Mongo) OrgBytesCallers(oid uuid.UUID) int {
 // DateOrgBytesRecount sets when org oid's last bytesStored recomputation
 // here ended and how long it took, as healOrgBytesStored reads them.
 func (m *Mongo) DateOrgBytesRecount(oid uuid.UUID, ended time.Time, took time.Duration) {
-	m.orgBytes.ran(oid, ended, took)
+	m.orgBytes.ran(oid, ended, took, nil)
 }

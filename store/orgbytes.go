@@ -23,12 +23,17 @@ type orgBytesRecomputes struct {
 
 	mu   sync.Mutex
 	last map[uuid.UUID]recountTime // each org's last recomputation here, whatever its outcome
+	// owed holds, per org, since when its bytesStored has been in doubt
+	// (owe): a recomputation started after that and answered clears it.
+	owed map[uuid.UUID]time.Time
 }
 
-// recountTime is when a recomputation ended and how long it took.
+// recountTime is when a recomputation ended, how long it took and whether
+// it answered.
 type recountTime struct {
 	ended time.Time
 	took  time.Duration
+	ok    bool
 }
 
 // healSpacing is how many of its own durations must pass after an org's
@@ -37,23 +42,42 @@ type recountTime struct {
 // however often the org's crawls end.
 const healSpacing = 10
 
-// ran notes a recomputation of org oid that took took.
-func (r *orgBytesRecomputes) ran(oid uuid.UUID, ended time.Time, took time.Duration) {
+// ran notes a recomputation of org oid that took took and answered err.
+func (r *orgBytesRecomputes) ran(oid uuid.UUID, ended time.Time, took time.Duration, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.last == nil {
 		r.last = map[uuid.UUID]recountTime{}
 	}
-	r.last[oid] = recountTime{ended: ended, took: took}
+	r.last[oid] = recountTime{ended: ended, took: took, ok: err == nil}
+	if since, owed := r.owed[oid]; owed && err == nil && !since.After(ended.Add(-took)) {
+		delete(r.owed, oid)
+	}
 }
 
-// recent reports whether org oid's recomputation was tried here within
-// healSpacing times its duration before now.
-func (r *orgBytesRecomputes) recent(oid uuid.UUID, now time.Time) bool {
+// owe notes that org oid's bytesStored may miss an addition made before
+// now: its next heal recomputes it however lately it was recomputed.
+func (r *orgBytesRecomputes) owe(oid uuid.UUID, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t, ok := r.last[oid]
-	return ok && now.Sub(t.ended) < healSpacing*t.took
+	if r.owed == nil {
+		r.owed = map[uuid.UUID]time.Time{}
+	}
+	if _, owed := r.owed[oid]; !owed {
+		r.owed[oid] = now
+	}
+}
+
+// due reports whether a heal of org oid recomputes it now: when it is owed
+// a recomputation and the last one here answered (a failing database is
+// not scanned again sooner), or when none was tried here within
+// healSpacing times its duration before now.
+func (r *orgBytesRecomputes) due(oid uuid.UUID, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, tried := r.last[oid]
+	_, owed := r.owed[oid]
+	return !tried || owed && t.ok || now.Sub(t.ended) >= healSpacing*t.took
 }
 
 // bytesBatch is the callers waiting for one recomputation (how many
@@ -92,7 +116,7 @@ func (m *Mongo) RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) erro
 	if m.orgBytes.seal(oid, b) {
 		start := time.Now()
 		b.err = m.recomputeOrgBytes(ctx, oid)
-		m.orgBytes.ran(oid, time.Now(), time.Since(start))
+		m.orgBytes.ran(oid, time.Now(), time.Since(start), b.err)
 		close(b.done)
 	}
 	unlock()
@@ -102,17 +126,18 @@ func (m *Mongo) RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) erro
 	return b.err
 }
 
-// healOrgBytesStored recomputes the org's bytesStored after a crawl's end,
-// unless this process tried lately (healSpacing): the count is kept by
-// additions as files are recorded (PushCrawlFiles), and this only sets
-// right what a recomputation racing an addition left wrong. At 10,000
+// healOrgBytesStored recomputes the org's bytesStored after a crawl's end
+// when it is due (orgBytesRecomputes.due): the count is kept by additions
+// as files are recorded (PushCrawlFiles), and this only sets right what a
+// recomputation racing an addition, or an addition lost to a timeout
+// (owed), left wrong. At 10,000
 // crawls in one org a recomputation took the sandbox's database 1-2 s of
 // CPU, and one per crawl end was most of its work. A failure is left to
 // a later crawl's end: on a loaded database the scan outlasted the store
 // timeout, and post-crawl tasks retrying it kept the database scanning
 // for answers nobody waited for.
 func (m *Mongo) healOrgBytesStored(ctx context.Context, oid uuid.UUID) {
-	if !m.orgBytes.recent(oid, time.Now()) {
+	if m.orgBytes.due(oid, time.Now()) {
 		_ = m.RecomputeOrgBytesStored(ctx, oid)
 	}
 }
