@@ -8,7 +8,7 @@ HELM_VERSION=3.22.0
 # -pN is the patch level of mongotestd's FerretDB (hack/tools/mongotestd/
 # ferretdb-*.patch): bump it, here and in sandbox/proc.go, whenever the patches
 # or mongotestd change, so that every machine rebuilds mongotestd.
-FERRETDB_VERSION=1.24.2-p5
+FERRETDB_VERSION=1.24.2-p6
 # ReplayWeb.page, whose prebuilt ui.js and sw.js the replay tests serve, in
 # the folder's replaywebpage-<version>/ (sandbox.RWPVersion has the same value).
 RWP_VERSION=2.5.3

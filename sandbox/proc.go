@@ -263,7 +263,7 @@ var ErrBinaryMissing = errors.New("test binary missing: run `make testbin` (hack
 const (
 	KubeVersion     = "1.35.4"
 	EtcdVersion     = "3.6.16"
-	FerretDBVersion = "1.24.2-p5" // -pN: patch level of mongotestd (hack/tools/mongotestd/README.md)
+	FerretDBVersion = "1.24.2-p6" // -pN: patch level of mongotestd (hack/tools/mongotestd/README.md)
 )
 
 // BinDir returns the folder that holds the sandbox's binaries:

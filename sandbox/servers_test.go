@@ -126,6 +126,67 @@ func TestMongoConcurrentWritesAreAtomic(t *testing.T) {
 	}
 }
 
+// TestMongoBulkUpdateLetsOtherWritesIn: a single-document write made
+// while a bulk update of many documents runs ends before the bulk does,
+// as on MongoDB, which interleaves a bulk's statements with other
+// clients' writes. The operator's progress and exec-count batches are
+// such bulks and its state transitions such single writes: when
+// mongotestd ran a bulk whole under its write lock, a stop waited for a
+// batch of other crawls' page counts.
+func TestMongoBulkUpdateLetsOtherWritesIn(t *testing.T) {
+	ctx := context.Background()
+	_, client := startMongo(t)
+	db := client.Database("interleave")
+	const n = 300
+	docs := make([]any, n)
+	models := make([]mongo.WriteModel, n)
+	for i := range n {
+		docs[i] = bson.M{"_id": i, "v": 0}
+		models[i] = mongo.NewUpdateOneModel().SetFilter(bson.M{"_id": i}).SetUpdate(bson.M{"$set": bson.M{"v": 1}})
+	}
+	bulk := db.Collection("bulk")
+	if _, err := bulk.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	single := db.Collection("single")
+	if _, err := single.InsertOne(ctx, bson.M{"_id": "state", "v": 0}); err != nil {
+		t.Fatal(err)
+	}
+	value := func(id int) int {
+		t.Helper()
+		var d struct{ V int }
+		if err := bulk.FindOne(ctx, bson.M{"_id": id}).Decode(&d); err != nil {
+			t.Fatal(err)
+		}
+		return d.V
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := bulk.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+		done <- err
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for value(0) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the bulk's first statement not applied after 30s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := single.FindOneAndUpdate(ctx, bson.M{"_id": "state"}, bson.M{"$set": bson.M{"v": 1}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if value(n-1) != 0 {
+		t.Errorf("the single write ended after the whole bulk of %d updates", n)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if value(n-1) != 1 {
+		t.Error("the bulk's last statement not applied")
+	}
+}
+
 // TestMongoOpenCursorsLeaveRoomForWrites: cursors a client leaves open
 // (one whose context ended before the reply came never learns the cursor's
 // ID) must not hold mongotestd's SQLite connections. Stock FerretDB keeps a
