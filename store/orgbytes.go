@@ -23,7 +23,7 @@ type orgBytesRecomputes struct {
 
 	mu   sync.Mutex
 	last map[uuid.UUID]recountTime // each org's last recomputation here, whatever its outcome
-	// owed holds, per org, since when its bytesStored has been in doubt
+	// owed holds, per org, when its bytesStored was last put in doubt
 	// (owe): a recomputation started after that and answered clears it.
 	owed map[uuid.UUID]time.Time
 }
@@ -63,9 +63,9 @@ func (r *orgBytesRecomputes) owe(oid uuid.UUID, now time.Time) {
 	if r.owed == nil {
 		r.owed = map[uuid.UUID]time.Time{}
 	}
-	if _, owed := r.owed[oid]; !owed {
-		r.owed[oid] = now
-	}
+	// The latest doubt: a recomputation already running may have read
+	// the crawls before this addition.
+	r.owed[oid] = now
 }
 
 // due reports whether a heal of org oid recomputes it now: when it is owed
@@ -130,12 +130,11 @@ func (m *Mongo) RecomputeOrgBytesStored(ctx context.Context, oid uuid.UUID) erro
 // when it is due (orgBytesRecomputes.due): the count is kept by additions
 // as files are recorded (PushCrawlFiles), and this only sets right what a
 // recomputation racing an addition, or an addition lost to a timeout
-// (owed), left wrong. At 10,000
-// crawls in one org a recomputation took the sandbox's database 1-2 s of
-// CPU, and one per crawl end was most of its work. A failure is left to
-// a later crawl's end: on a loaded database the scan outlasted the store
-// timeout, and post-crawl tasks retrying it kept the database scanning
-// for answers nobody waited for.
+// (owed), left wrong. At 10,000 crawls in one org a recomputation took
+// the sandbox's database 1-2 s of CPU, and one per crawl end was most of
+// its work. A failure is left to a later crawl's end: on a loaded
+// database the scan outlasted the store timeout, and post-crawl tasks
+// retrying it kept the database scanning for answers nobody waited for.
 func (m *Mongo) healOrgBytesStored(ctx context.Context, oid uuid.UUID) {
 	if m.orgBytes.due(oid, time.Now()) {
 		_ = m.RecomputeOrgBytesStored(ctx, oid)
