@@ -75,6 +75,21 @@ func monitoredMongo(t *testing.T, uri, db string, monitor *event.CommandMonitor)
 	return &Mongo{client: client, db: client.Database(db)}
 }
 
+// stallingAggregates is a Mongo on database db of the server at uri whose
+// aggregates on collection coll are held until their context ends: a scan
+// that outlasts its caller on a loaded database.
+func stallingAggregates(t *testing.T, uri, db, coll string) *Mongo {
+	t.Helper()
+	monitor := &event.CommandMonitor{Started: func(ctx context.Context, e *event.CommandStartedEvent) {
+		if c, _ := e.Command.Lookup("aggregate").StringValueOK(); c == coll {
+			<-ctx.Done()
+		}
+	}}
+	m := monitoredMongo(t, uri, db, monitor)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	return m
+}
+
 type crashIDs struct {
 	org, wf, coll uuid.UUID
 	crawl         string

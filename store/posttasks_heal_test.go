@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/event"
 )
 
 // TestPostCrawlTasksMarkedBeforeASlowHeal: the org's bytesStored
@@ -23,13 +22,7 @@ func TestPostCrawlTasksMarkedBeforeASlowHeal(t *testing.T) {
 	m, ids := openCrashFixture(t, uri, db)
 	t.Cleanup(func() { _ = m.db.Drop(bg); _ = m.Close(bg) })
 
-	monitor := &event.CommandMonitor{Started: func(ctx context.Context, e *event.CommandStartedEvent) {
-		if coll, _ := e.Command.Lookup("aggregate").StringValueOK(); coll == collProfiles {
-			<-ctx.Done()
-		}
-	}}
-	slow := monitoredMongo(t, uri, db, monitor)
-	t.Cleanup(func() { _ = slow.Close(bg) })
+	slow := stallingAggregates(t, uri, db, collProfiles)
 
 	ctx, cancel := context.WithTimeout(bg, 3*time.Second)
 	defer cancel()

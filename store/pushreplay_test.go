@@ -6,8 +6,6 @@ import (
 	"os"
 	"testing"
 	"time"
-
-	"go.mongodb.org/mongo-driver/v2/event"
 )
 
 // TestPushCrawlFilesReplayOutlastingAScan: a record retried after a
@@ -27,13 +25,7 @@ func TestPushCrawlFilesReplayOutlastingAScan(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	monitor := &event.CommandMonitor{Started: func(ctx context.Context, e *event.CommandStartedEvent) {
-		if coll, _ := e.Command.Lookup("aggregate").StringValueOK(); coll == collCrawls {
-			<-ctx.Done()
-		}
-	}}
-	slow := monitoredMongo(t, uri, db, monitor)
-	t.Cleanup(func() { _ = slow.Close(bg) })
+	slow := stallingAggregates(t, uri, db, collCrawls)
 	ctx, cancel := context.WithTimeout(bg, 3*time.Second)
 	defer cancel()
 	res, err := slow.PushCrawlFiles(ctx, ids.crawl, []CrawlFile{file})
