@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -85,18 +86,51 @@ func randomText(seed string, n int) []byte {
 	return []byte(base64.StdEncoding.EncodeToString(raw)[:n])
 }
 
+// gzipWriters keeps gzip writers of one level for reuse: each new one
+// allocates about 800 kB of compressor tables, and fitting a page to its
+// size writes up to nine members. Under the race detector those
+// allocations were most of a test crawl's CPU time. A channel rather
+// than a sync.Pool, which every garbage collection empties.
+type gzipWriters struct {
+	level int
+	free  chan *gzip.Writer
+}
+
+var (
+	smallRecordWriters  = gzipWriters{gzip.BestCompression, make(chan *gzip.Writer, 16)} // every byte counts
+	paddedRecordWriters = gzipWriters{gzip.BestSpeed, make(chan *gzip.Writer, 16)}       // random text does not compress anyway
+)
+
+// get returns a writer that writes a new member to w.
+func (g gzipWriters) get(w io.Writer) *gzip.Writer {
+	select {
+	case zw := <-g.free:
+		zw.Reset(w)
+		return zw
+	default:
+		zw, _ := gzip.NewWriterLevel(w, g.level) // fails only for a level out of range
+		return zw
+	}
+}
+
+// put keeps zw for reuse, unless enough are kept already.
+func (g gzipWriters) put(zw *gzip.Writer) {
+	select {
+	case g.free <- zw:
+	default:
+	}
+}
+
 // gzipMember appends rec as one gzip member whose header grows by extra
 // bytes: a comment for 1..5, an extra field (a well-formed "SP" subfield)
 // from 6 on.
 func gzipMember(w *bytes.Buffer, rec []byte, extra int) error {
-	level := gzip.BestCompression // small records: every byte counts
+	writers := smallRecordWriters
 	if len(rec) > 8<<10 {
-		level = gzip.BestSpeed // padded ones: the random text does not compress anyway
+		writers = paddedRecordWriters
 	}
-	zw, err := gzip.NewWriterLevel(w, level)
-	if err != nil {
-		return err
-	}
+	zw := writers.get(w)
+	defer writers.put(zw)
 	switch {
 	case extra >= 6:
 		n := extra - 6 // XLEN (2) + subfield id (2) + subfield length (2)
