@@ -13,6 +13,12 @@ RACE_TIMEOUT ?= 30m
 # The most concurrent packages run their tests under the race detector
 # (which needs cgo) instead of in the plain step.
 RACE_PKGS := ./operator/ ./sandbox/...
+# The operator's tests run as two processes, each with its own sandbox
+# cluster: the tests that mark themselves besideOthers (they mostly wait on
+# simulated crawls and lean on nothing cluster-wide) in the second, all
+# others in the first. In one process the parallel ones waited for every
+# sequential one to end. A test left off this list still runs, in the first.
+OPERATOR_BESIDE := ^(TestCrawlGoesThroughItsProxy|TestCrawlLetInAfterAMinuteIsRecordedRunning|TestCrawlRunsOnItsChannel|TestExecQuotaGiftedThenExtra|TestKillOperatorAtRandomPoints|TestLeaderFailover|TestLeaderHandoffLeavesNoStaleControlWrites|TestOrgConcurrencyLimit|TestProfileBrowserPodAndExpiry|TestV1CancelIsFast|TestV1CrawlCompletes|TestV1CrawlerExitIsLogged)$$
 FUZZTIME ?= 60s
 FUZZ_PKGS := ./api/ ./jsregex/
 # Everything builds static (CGO off), tests included, so the test that
@@ -38,22 +44,26 @@ dev: testbin build
 	bin/trawler dev
 
 ## test: provision, then go vet and every unit and integration test (operator and sandbox under -race)
-# The plain and race steps run side by side: both spend most of their time
-# waiting on sandbox clusters, so on 2 cores they overlap well. Each step's
-# output is printed whole when it ends.
+# The plain and race steps (the operator's in two) run side by side: all
+# spend most of their time waiting on sandbox clusters, so on 2 cores they
+# overlap well. Each step's output is printed whole when it ends.
 test: testbin
 	@echo "== vet"
 	timeout $(VET_TIMEOUT) $(GO) vet ./...
-	$(MAKE) --no-print-directory --output-sync=target -j2 test-plain test-race
+	$(MAKE) --no-print-directory --output-sync=target -j3 test-plain test-race test-race-beside
 
-.PHONY: test-plain test-race
+.PHONY: test-plain test-race test-race-beside
 test-plain:
 	@echo "== test"
 	timeout $(TEST_TIMEOUT) $(GO) test -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e '/operator$$' -e '/sandbox')
 
 test-race:
-	@echo "== race: $(RACE_PKGS)"
-	CGO_ENABLED=1 timeout $(RACE_TIMEOUT) $(GO) test -race -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
+	@echo "== race: $(RACE_PKGS) (but the operator's besideOthers tests)"
+	CGO_ENABLED=1 timeout $(RACE_TIMEOUT) $(GO) test -race -timeout $(RACE_TIMEOUT) -skip '$(OPERATOR_BESIDE)' $(RACE_PKGS)
+
+test-race-beside:
+	@echo "== race: ./operator/ besideOthers tests"
+	CGO_ENABLED=1 timeout $(RACE_TIMEOUT) $(GO) test -race -timeout $(RACE_TIMEOUT) -run '$(OPERATOR_BESIDE)' ./operator/
 
 ## bench: the benchmarks named by the issues (not run by `make test`)
 # The operator's include the scale harness at 1,000 and 3,000 crawls

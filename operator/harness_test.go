@@ -102,8 +102,9 @@ type harness struct {
 
 // besideOthers marks a test that mostly waits on timers and touches
 // nothing shared (node capacity, cordons, the Mongo or Redis server): it
-// runs in parallel with the other such tests once the sequential ones are
-// done, which keeps the package's wall time down.
+// runs in parallel with the other such tests. `make test` also runs the
+// top-level ones in a second process, beside the sequential ones
+// (OPERATOR_BESIDE in the Makefile): list a new one there too.
 func besideOthers(t *testing.T) { t.Parallel() }
 
 func newHarness(t testing.TB) *harness {
