@@ -197,6 +197,7 @@ func benchLoginUnderAttack(b *testing.B, slots int) {
 	cfg := testConfig()
 	cfg.LoginFailuresPerAccount, cfg.LoginFailuresPerAddress = 1<<30, 1<<30
 	cfg.PasswordHashConcurrency = slots
+	cfg.PasswordHashCost = 0 // bcrypt's default, as in production
 	srv := New(cfg, Deps{Store: e.store.Mongo, Launcher: e.launcher})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()

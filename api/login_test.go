@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -335,7 +336,7 @@ func TestUnknownAccountsCostABcryptComparison(t *testing.T) {
 	cfg := testConfig()
 	cfg.PasswordHashConcurrency = 1
 	s := New(cfg, Deps{Store: e.store.Mongo, Launcher: e.launcher})
-	dummyHash() // made once per process, before the slot is taken
+	s.passwords.dummy() // made once, before the slot is taken
 	for _, email := range []string{"nobody@example.com", "admin@example.com"} {
 		s.passwords.slots <- struct{}{} // take the only slot
 		done := make(chan resp, 1)
@@ -353,9 +354,9 @@ func TestUnknownAccountsCostABcryptComparison(t *testing.T) {
 // bcrypt runs in a bounded number of slots; a caller that gives up while
 // waiting for one leaves without hashing.
 func TestPasswordHasherBoundsConcurrency(t *testing.T) {
-	h := newPasswordHasher(2)
-	if cap(h.slots) != 2 || cap(newPasswordHasher(0).slots) < 1 {
-		t.Fatalf("slots %d and %d", cap(h.slots), cap(newPasswordHasher(0).slots))
+	h := newPasswordHasher(2, bcrypt.MinCost)
+	if cap(h.slots) != 2 || cap(newPasswordHasher(0, 0).slots) < 1 {
+		t.Fatalf("slots %d and %d", cap(h.slots), cap(newPasswordHasher(0, 0).slots))
 	}
 	release := make(chan struct{})
 	var wg sync.WaitGroup
@@ -396,5 +397,22 @@ func TestPasswordHasherBoundsConcurrency(t *testing.T) {
 	}
 	if ok, _ := h.check(context.Background(), "", "anything"); ok {
 		t.Fatal("an unknown account matched")
+	}
+}
+
+// Hashes, the dummy one for unknown accounts included, are made at the
+// configured cost: bcrypt's default unless set.
+func TestPasswordHasherCost(t *testing.T) {
+	for _, tc := range []struct{ set, want int }{{0, bcrypt.DefaultCost}, {bcrypt.MinCost, bcrypt.MinCost}, {6, 6}} {
+		h := newPasswordHasher(1, tc.set)
+		hash, err := h.hash(context.Background(), "pw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, hash := range map[string]string{"hash": hash, "dummy hash": h.dummy()} {
+			if cost, err := bcrypt.Cost([]byte(hash)); err != nil || cost != tc.want {
+				t.Errorf("cost %d set: %s at cost %d (%v), want %d", tc.set, name, cost, err, tc.want)
+			}
+		}
 	}
 }

@@ -18,15 +18,29 @@ import (
 // passwordHasher runs bcrypt in a bounded number of slots.
 type passwordHasher struct {
 	slots chan struct{}
+	cost  int
+	// dummy is a hash of a random password nobody knows, made once at
+	// cost, for the comparisons of logins to unknown accounts.
+	dummy func() string
 }
 
 // newPasswordHasher allows n bcrypt computations at once; n <= 0 means
-// half the CPUs this process may use, at least one.
-func newPasswordHasher(n int) *passwordHasher {
+// half the CPUs this process may use, at least one. It makes hashes at
+// cost; below bcrypt's minimum, at bcrypt's default.
+func newPasswordHasher(n, cost int) *passwordHasher {
 	if n <= 0 {
 		n = max(1, runtime.GOMAXPROCS(0)/2)
 	}
-	return &passwordHasher{slots: make(chan struct{}, n)}
+	if cost < bcrypt.MinCost {
+		cost = bcrypt.DefaultCost
+	}
+	return &passwordHasher{slots: make(chan struct{}, n), cost: cost, dummy: sync.OnceValue(func() string {
+		h, err := bcrypt.GenerateFromPassword([]byte(rand.Text()), cost)
+		if err != nil {
+			panic(fmt.Sprintf("hashing the dummy password: %v", err)) // only fails for an over-long input or a cost over the maximum
+		}
+		return string(h)
+	})}
 }
 
 // run runs fn in a slot, waiting for one as long as ctx allows.
@@ -52,11 +66,11 @@ func bcryptInput(pw string) []byte {
 	return b
 }
 
-// hash is bcrypt at the library's default cost.
+// hash is bcrypt at the hasher's cost.
 func (h *passwordHasher) hash(ctx context.Context, pw string) (string, error) {
 	var hash []byte
 	var err error
-	if werr := h.run(ctx, func() { hash, err = bcrypt.GenerateFromPassword(bcryptInput(pw), bcrypt.DefaultCost) }); werr != nil {
+	if werr := h.run(ctx, func() { hash, err = bcrypt.GenerateFromPassword(bcryptInput(pw), h.cost) }); werr != nil {
 		return "", werr
 	}
 	if err != nil {
@@ -71,7 +85,7 @@ func (h *passwordHasher) hash(ctx context.Context, pw string) (string, error) {
 func (h *passwordHasher) check(ctx context.Context, hash, pw string) (bool, error) {
 	known := hash != ""
 	if !known {
-		hash = dummyHash()
+		hash = h.dummy()
 	}
 	var err error
 	if werr := h.run(ctx, func() { err = bcrypt.CompareHashAndPassword([]byte(hash), bcryptInput(pw)) }); werr != nil {
@@ -79,13 +93,3 @@ func (h *passwordHasher) check(ctx context.Context, hash, pw string) (bool, erro
 	}
 	return known && err == nil, nil
 }
-
-// dummyHash is a bcrypt hash of a random password nobody knows, made once
-// per process at the cost of real hashes.
-var dummyHash = sync.OnceValue(func() string {
-	h, err := bcrypt.GenerateFromPassword([]byte(rand.Text()), bcrypt.DefaultCost)
-	if err != nil {
-		panic(fmt.Sprintf("hashing the dummy password: %v", err)) // only fails for an over-long input
-	}
-	return string(h)
-})

@@ -136,6 +136,10 @@ type Config struct {
 	// PasswordHashConcurrency is how many bcrypt hashes or checks may run
 	// at once (0: half the CPUs, at least one).
 	PasswordHashConcurrency int
+	// PasswordHashCost is the bcrypt cost of the password hashes it makes
+	// (0: bcrypt's default, 10). A stored hash is checked at the cost it
+	// was made with, so changing it affects only new and changed passwords.
+	PasswordHashCost int
 
 	// Version is trawler's version, named as the software that wrote a
 	// download's datapackage.json (default "dev").
@@ -258,7 +262,7 @@ func New(cfg Config, deps Deps) *Server {
 		metrics:     metrics,
 		streamsDone: make(chan struct{}),
 
-		passwords:       newPasswordHasher(cfg.PasswordHashConcurrency),
+		passwords:       newPasswordHasher(cfg.PasswordHashConcurrency, cfg.PasswordHashCost),
 		liveStatsBudget: liveStatsTimeout,
 		verifyBudget:    verifyBudget,
 		logins: &loginLimiter{store: deps.Store, clock: deps.Clock, window: cfg.LoginFailureWindow,

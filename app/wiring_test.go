@@ -48,7 +48,7 @@ func TestDefaultsFillEveryConfig(t *testing.T) {
 	}
 	// Fields whose zero value is a valid default, or that no setting maps.
 	zeroOK := map[string]bool{"MaxPagesPerCrawl": true, "RegistrationEnabled": true,
-		"AppOrigin": true, "PasswordHashConcurrency": true, "TrustedProxies": true,
+		"AppOrigin": true, "PasswordHashConcurrency": true, "PasswordHashCost": true, "TrustedProxies": true,
 		"AllowedInternal": true, "AllowedOutbound": true}
 	rv := reflect.ValueOf(apiCfg)
 	for i := range rv.NumField() {
