@@ -97,10 +97,12 @@ func TestSignals(t *testing.T) {
 			code: 1,
 		},
 		{
-			// Pages of 200 ms (scaled) keep the workers busy across both
-			// signals, so the status is still running.
+			// Pages of 2 s (scaled) keep the workers busy across both
+			// signals, so the status is still running. (With 200 ms pages
+			// a worker sometimes ended its page between the signals on a
+			// loaded machine, and the status moved on to pending-wait.)
 			name: "second signal exits 13",
-			site: "https://example.com/?sim-pages=100&sim-page-ms=20000",
+			site: "https://example.com/?sim-pages=100&sim-page-ms=200000",
 			act: func(c *crawl, in *instance) {
 				c.waitFor("2 pages", func() bool { return c.done() >= 2 })
 				in.cancel()
