@@ -14,11 +14,12 @@ RACE_TIMEOUT ?= 30m
 # (which needs cgo) instead of in the plain step.
 RACE_PKGS := ./operator/ ./sandbox/...
 # The operator's tests run as two processes, each with its own sandbox
-# cluster: the tests that mark themselves besideOthers (they mostly wait on
-# simulated crawls and lean on nothing cluster-wide) in the second, all
-# others in the first. In one process the parallel ones waited for every
-# sequential one to end. A test left off this list still runs, in the first.
-OPERATOR_BESIDE := ^(TestCrawlGoesThroughItsProxy|TestCrawlLetInAfterAMinuteIsRecordedRunning|TestCrawlRunsOnItsChannel|TestExecQuotaGiftedThenExtra|TestKillOperatorAtRandomPoints|TestLeaderFailover|TestLeaderHandoffLeavesNoStaleControlWrites|TestOrgConcurrencyLimit|TestProfileBrowserPodAndExpiry|TestV1CancelIsFast|TestV1CrawlCompletes|TestV1CrawlerExitIsLogged)$$
+# cluster. The second runs the tests that mark themselves besideOthers
+# (they mostly wait on simulated crawls and run in parallel) and, before
+# them, three of the longest sequential ones, so that both processes take
+# about as long; the first runs all others, a new test included. In one
+# process the parallel tests waited for every sequential one to end.
+OPERATOR_SECOND := ^(TestNewCrawlPreemptsHigherInstances|TestRedisPausedWithoutCrawlersAndResumed|TestOutagesSlowOnlyTheCrawlsThatNeedThem|TestCrawlGoesThroughItsProxy|TestCrawlLetInAfterAMinuteIsRecordedRunning|TestCrawlRunsOnItsChannel|TestExecQuotaGiftedThenExtra|TestKillOperatorAtRandomPoints|TestLeaderFailover|TestLeaderHandoffLeavesNoStaleControlWrites|TestOrgConcurrencyLimit|TestProfileBrowserPodAndExpiry|TestV1CancelIsFast|TestV1CrawlCompletes|TestV1CrawlerExitIsLogged)$$
 FUZZTIME ?= 60s
 FUZZ_PKGS := ./api/ ./jsregex/
 # Everything builds static (CGO off), tests included, so the test that
@@ -36,7 +37,7 @@ build:
 
 ## testbin: build the sandbox's binaries (kube-apiserver, etcd, ...) if missing
 testbin:
-	@echo "== testbin: building sandbox binaries if missing (cold: ~12-15 min on 2 cores)"
+	@echo "== testbin: building sandbox binaries if missing (cold: ~20-25 min on 2 cores)"
 	timeout $(SETUP_TIMEOUT) hack/setup-testenv.sh
 
 ## dev: run trawler against a local sandbox cluster; writes .dev/env; Ctrl-C stops all
@@ -50,20 +51,20 @@ dev: testbin build
 test: testbin
 	@echo "== vet"
 	timeout $(VET_TIMEOUT) $(GO) vet ./...
-	$(MAKE) --no-print-directory --output-sync=target -j3 test-plain test-race test-race-beside
+	$(MAKE) --no-print-directory --output-sync=target -j3 test-plain test-race test-race-second
 
-.PHONY: test-plain test-race test-race-beside
+.PHONY: test-plain test-race test-race-second
 test-plain:
 	@echo "== test"
 	timeout $(TEST_TIMEOUT) $(GO) test -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e '/operator$$' -e '/sandbox')
 
 test-race:
-	@echo "== race: $(RACE_PKGS) (but the operator's besideOthers tests)"
-	CGO_ENABLED=1 timeout $(RACE_TIMEOUT) $(GO) test -race -timeout $(RACE_TIMEOUT) -skip '$(OPERATOR_BESIDE)' $(RACE_PKGS)
+	@echo "== race: $(RACE_PKGS) (the operator's but OPERATOR_SECOND)"
+	CGO_ENABLED=1 timeout $(RACE_TIMEOUT) $(GO) test -race -timeout $(RACE_TIMEOUT) -skip '$(OPERATOR_SECOND)' $(RACE_PKGS)
 
-test-race-beside:
-	@echo "== race: ./operator/ besideOthers tests"
-	CGO_ENABLED=1 timeout $(RACE_TIMEOUT) $(GO) test -race -timeout $(RACE_TIMEOUT) -run '$(OPERATOR_BESIDE)' ./operator/
+test-race-second:
+	@echo "== race: ./operator/ OPERATOR_SECOND"
+	CGO_ENABLED=1 timeout $(RACE_TIMEOUT) $(GO) test -race -timeout $(RACE_TIMEOUT) -run '$(OPERATOR_SECOND)' ./operator/
 
 ## bench: the benchmarks named by the issues (not run by `make test`)
 # The operator's include the scale harness at 1,000 and 3,000 crawls

@@ -6,7 +6,7 @@
 # redis-server, gcc, chromium and npm if missing.
 # Idempotent: only what is absent is built. Prints the binary folder last.
 #
-# The cold build takes ~12-15 min on 2 cores (kube alone ~9 min); later runs take seconds.
+# The cold build takes ~20-25 min on 2 cores (kube alone ~8 min, helm ~3.5); later runs take seconds.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -104,7 +104,7 @@ type harness struct {
 // nothing shared (node capacity, cordons, the Mongo or Redis server): it
 // runs in parallel with the other such tests. `make test` also runs the
 // top-level ones in a second process, beside the sequential ones
-// (OPERATOR_BESIDE in the Makefile): list a new one there too.
+// (OPERATOR_SECOND in the Makefile): list a new one there too.
 func besideOthers(t *testing.T) { t.Parallel() }
 
 func newHarness(t testing.TB) *harness {
