@@ -102,9 +102,10 @@ const (
 		`--logging stats,behaviors,debug --text false --generateWACZ --collection thecrawl ` +
 		`--screencastPort 9037 --logErrorsToRedis`
 	testScale = "--sim.timeScale 0.01 --sim.bootDelay 0.5 --sim.pendingWait 0.5"
-	// waitLimit bounds a wait for an instance's exit. It is a deadline, not
-	// a pause: a whole 200-page crawl under -race beside the plain test step
-	// took 33 s on CI's 2 cores, past the 30 s this once was.
+	// waitLimit bounds each wait (for an instance's exit, a page count,
+	// ...). It is a deadline, not a pause: a whole 200-page crawl under
+	// -race beside the plain test step took 33 s on CI's 2 cores, past the
+	// 30 s this once was.
 	waitLimit = 90 * time.Second
 )
 
